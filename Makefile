@@ -1,0 +1,37 @@
+# KG Lens: `make run` (app on the embedded default) and `make test` (the whole suite).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+DATA   ?= $(or $(KG_DATA_DIR),data/kg)
+PORT   ?= 8501
+
+.PHONY: run test lint demo bench clean-data
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# torch first: pins the CPU wheel so no CUDA packages are pulled in
+	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+run: $(STAMP)
+	@if [ -z "$$(ls -A $(DATA)/graphs 2>/dev/null)" ]; then \
+		echo "building the demo knowledge graph in $(DATA) ..."; \
+		KG_DATA_DIR=$(DATA) $(PY) -m retrieval demo; fi
+	KG_DATA_DIR=$(DATA) $(PY) -m streamlit run app.py --server.port $(PORT)
+
+test: $(STAMP)
+	bash scripts/install_browser
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+demo: $(STAMP)
+	KG_DATA_DIR=$(DATA) $(PY) -m retrieval demo
+
+bench: $(STAMP)
+	KG_DATA_DIR=$(DATA) $(PY) -m retrieval bench

@@ -1,0 +1,43 @@
+"""KG Lens: Settings once per session, cached stores and models, navigation over pages/, sidebar status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+import app_state
+from components.sidebar import render_sidebar
+from components.text import md_literal
+from retrieval.errors import RetrievalError
+
+ASSETS = Path(__file__).parent / "components" / "assets"
+
+# A local icon: a ":material/...:" page icon makes the browser fetch the favicon from fonts.gstatic.com.
+st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+
+cfg = app_state.settings()
+data_page = st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="data")
+nav = st.navigation(
+    {
+        "Explore": [
+            st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search", default=True),
+            st.Page("pages/paths.py", title="Paths", icon=":material/route:", url_path="paths"),
+            st.Page("pages/memory.py", title="Graph Memory", icon=":material/inventory_2:", url_path="memory"),
+        ],
+        "Evaluate": [
+            st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
+        ],
+        "Manage": [data_page],
+    }
+)
+st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
+handle = app_state.current_handle(cfg)
+capabilities = [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)]
+render_sidebar(cfg, handle, capabilities, data_page)
+if handle is not None:
+    try:
+        app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm
+    except RetrievalError as exc:
+        st.sidebar.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}")
+nav.run()

@@ -1,0 +1,546 @@
+"""Paths page widgets: entity picker, Explore (BFS + step-by-step expansion with history), why-connected paths."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw
+from components.graph_view import GraphMarks
+from components.memory_view import DIRECTIONS, export_popover, saved_notice
+from components.results import result_key
+from components.sources import group_sources, quote
+from components.text import clean, md_code, md_literal, short
+from components.trace import render_warnings
+from retrieval.config import Settings
+from retrieval.errors import NotFoundError, ValidationError
+from retrieval.export import induced_edges, merge_subgraphs, suggest_keywords
+from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
+from retrieval.runtime import KG
+from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, expand, k_shortest_paths, resolve_entity
+
+PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
+EXTRA_IDS = "paths-extra-ids"
+
+
+# --- the graph's vocabulary, once per version -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntityCatalog:
+    """Picker options and filter vocabularies of one graph version."""
+
+    options: tuple[str, ...]  # entity ids offered by the pickers, sorted by label
+    labels: Mapping[str, str]  # id -> "name (type)" for every entity
+    by_label: Mapping[str, str]  # and back (a bound picker keeps its label in the URL)
+    relation_types: tuple[str, ...]
+    node_types: tuple[str, ...]
+    count: int
+
+    def label(self, entity_id: object) -> str:
+        key = clean(entity_id)
+        return self.labels.get(key, key)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading entity names…")
+def entity_catalog(_kg: KG, version: str) -> EntityCatalog:
+    a = _kg.index.arrays
+    labels = {i: f"{clean(short(n, 80))} ({clean(short(t, 30))})" for i, n, t in zip(a.node_ids, a.node_names,
+                                                                                   a.node_types, strict=True)}
+    degree = np.diff(_kg.index.und_csr.indptr)
+    top = np.argsort(-degree, kind="stable")[:PICKER_LIMIT]
+    options = sorted((a.node_ids[i] for i in top.tolist()), key=lambda i: labels[i].lower())
+    by_label: dict[str, str] = {}
+    for i, lab in labels.items():
+        by_label.setdefault(lab, i)
+    return EntityCatalog(tuple(options), labels, by_label, tuple(sorted(set(a.relation_types))),
+                         tuple(sorted(set(a.node_types))), len(a.node_ids))
+
+
+def _resolve_typed(kg: KG, key: str) -> None:
+    """A name typed into a picker (not one of its options) becomes the entity it names, exact then fuzzy."""
+    value = st.session_state.get(key)
+    if not isinstance(value, str) or value in kg.index.id_to_idx:
+        st.session_state.pop(f"{key}-note", None)
+        return
+    try:
+        entity = resolve_entity(kg.graph, value)
+    except (NotFoundError, ValidationError):
+        st.session_state[key] = None
+        st.session_state[f"{key}-note"] = f"No entity named “{value}”."
+        return
+    extra = st.session_state.setdefault(EXTRA_IDS, [])
+    if entity.id not in extra:
+        extra.append(entity.id)
+    st.session_state[key] = entity.id
+    st.session_state[f"{key}-note"] = f"“{value}” → {entity.name}"
+
+
+def entity_picker(kg: KG, cat: EntityCatalog, label: str, key: str, help: str | None = None) -> str | None:
+    """A selectbox that filters entity names as you type; a name it does not list is looked up on Enter."""
+    wanted = cat.by_label.get(st.query_params.get(key) or "")
+    extra = st.session_state.setdefault(EXTRA_IDS, [])
+    if wanted and wanted not in extra:
+        extra.append(wanted)  # a shared link may name an entity outside the best-connected options
+    shown = set(cat.options)
+    options = [*cat.options, *(i for i in extra if i not in shown)]
+    value = st.selectbox(
+        label, options, index=None, format_func=cat.label, key=key, bind="query-params", help=help,
+        placeholder=f"Type to search {cat.count:,} entities…", accept_new_options=True,
+        on_change=_resolve_typed, args=(kg, key),
+    )
+    note = st.session_state.get(f"{key}-note")
+    if note:
+        st.caption(md_literal(note))
+    return value if isinstance(value, str) and value in kg.index.id_to_idx else None
+
+
+# --- cached traversals ------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def traversal(_kg: KG, version: str, start: str, depth: int, direction: str, rels: tuple[str, ...],
+              budget: int) -> TraversalResult:
+    return bfs(_kg.index, start, depth, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
+               node_budget=budget, details=_kg.graph)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def expansion(_kg: KG, version: str, node: str, budget: int, direction: str, rels: tuple[str, ...]) -> TraversalResult:
+    return expand(_kg.index, node, budget, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
+                  details=_kg.graph)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ...]) -> Subgraph:
+    return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def ranked_paths(_kg: KG, version: str, a: str, b: str, k: int, hops: int, query: str,
+                 rels: tuple[str, ...]) -> PathResult:
+    return k_shortest_paths(_kg.index, a, b, k, hops, query=query, relation_types=rels or None,
+                            details=_kg.graph, vectors=_kg.vectors,
+                            embedder=_kg.embedder if query.strip() else None)
+
+
+# --- Explore: BFS, then step-by-step expansion with back/forward ------------------------------
+
+
+@dataclass(frozen=True)
+class ExploreParams:
+    start: str
+    depth: int
+    direction: str
+    relation_types: tuple[str, ...]
+    entity_types: tuple[str, ...]
+    budget: int
+
+    @property
+    def key(self) -> str:
+        return "\x1f".join((self.start, str(self.depth), self.direction, *self.relation_types, str(self.budget)))
+
+
+@dataclass
+class History:
+    """Expanded node ids in order; `pos` of them are applied (Back lowers it, Forward raises it)."""
+
+    base: str
+    steps: list[str] = field(default_factory=list)
+    pos: int = 0
+
+
+def explore_controls(kg: KG, cat: EntityCatalog) -> ExploreParams | None:
+    top = st.columns([3, 1.1, 1.5, 1.1], vertical_alignment="bottom")
+    with top[0]:
+        start = entity_picker(kg, cat, "Start entity", "start", help="Type part of a name; Enter looks it up")
+    depth = top[1].number_input("Depth", 1, MAX_DEPTH, 2, key="x-depth", help="Hops from the start entity")
+    direction = top[2].segmented_control("Direction", ["both", "out", "in"], format_func=lambda d: DIRECTIONS[d],
+                                         default="both", key="x-dir", required=True)
+    budget = top[3].number_input("Node budget", 5, 1000, 60, 5, key="x-budget",
+                                 help="Most entities the traversal returns; the rest is counted (showing N of M)")
+    left, right = st.columns(2)
+    rels = left.multiselect("Relation types", cat.relation_types, key="x-rels", placeholder="All relation types",
+                            format_func=clean)
+    types = right.multiselect("Entity types", cat.node_types, key="x-types", placeholder="All entity types",
+                              format_func=clean, help="Hides entities of other types, except those on the way")
+    if start is None:
+        return None
+    return ExploreParams(start, int(depth), str(direction or "both"), tuple(rels), tuple(types), int(budget))
+
+
+def history_for(params: ExploreParams) -> History:
+    """This session's expansion history; a new start or new filters begin a fresh one."""
+    hist = st.session_state.get("paths-history")
+    if not isinstance(hist, History) or hist.base != params.key:
+        hist = History(params.key)
+        st.session_state["paths-history"] = hist
+    return hist
+
+
+def _go(hist: History, delta: int) -> None:
+    hist.pos = min(max(hist.pos + delta, 0), len(hist.steps))
+
+
+def _expand(hist: History, key: str) -> None:
+    node = st.session_state.get(key)
+    if node:
+        hist.steps = [*hist.steps[: hist.pos], node]  # a new branch drops the forward history, as a browser does
+        hist.pos = len(hist.steps)
+
+
+def parents(root: str, parts: Sequence[TraversalResult]) -> dict[str, tuple[str, str]]:
+    """node id -> (previous node id, relation id) on the first traversal path that reached it from `root`."""
+    out: dict[str, tuple[str, str]] = {}
+    for part in parts:
+        for p in part.paths:
+            for prev, node, edge in zip(p.nodes, p.nodes[1:], p.edges, strict=False):
+                if node.id != root:
+                    out.setdefault(node.id, (prev.id, edge.id))
+    return out
+
+
+def chain(node: str, links: Mapping[str, tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Node and relation ids from the start to `node`, following `parents` links."""
+    nodes, edges = [node], []
+    while nodes[-1] in links and links[nodes[-1]][0] not in nodes:
+        prev, edge = links[nodes[-1]]
+        nodes.append(prev)
+        edges.append(edge)
+    return nodes[::-1], edges[::-1]
+
+
+def _type_filter(sub: Subgraph, links: Mapping[str, tuple[str, str]], types: tuple[str, ...],
+                 keep: set[str]) -> tuple[Subgraph, int]:
+    """Entities of `types` plus `keep`, and every entity on the traversal path to one of them."""
+    if not types:
+        return sub, 0
+    wanted = set(types)
+    kept = set(keep)
+    for n in sub.nodes:
+        if n.type in wanted:
+            kept.update(chain(n.id, links)[0])
+    nodes = tuple(n for n in sub.nodes if n.id in kept)
+    edges = tuple(e for e in sub.edges if e.source_id in kept and e.target_id in kept)
+    return sub.model_copy(update={"nodes": nodes, "edges": edges}), len(sub.nodes) - len(nodes)
+
+
+@dataclass(frozen=True)
+class ExploreView:
+    subgraph: Subgraph
+    base: TraversalResult
+    steps: tuple[TraversalResult, ...]
+    links: Mapping[str, tuple[str, str]]
+    hidden: int  # entities hidden by the entity-type filter
+
+
+def explore_view(kg: KG, params: ExploreParams, hist: History) -> ExploreView:
+    base = traversal(kg, kg.version, params.start, params.depth, params.direction, params.relation_types,
+                     params.budget)
+    step_budget = max(10, min(params.budget, 40))
+    steps = tuple(expansion(kg, kg.version, node, step_budget, params.direction, params.relation_types)
+                  for node in hist.steps[: hist.pos])
+    merged = merge_subgraphs([base.subgraph, *(s.subgraph for s in steps)])
+    closing = view_edges(kg, kg.version, tuple(sorted(n.id for n in merged.nodes)), params.relation_types)
+    merged = merge_subgraphs([merged], closing.edges)
+    links = parents(params.start, (base, *steps))
+    shown, hidden = _type_filter(merged, links, params.entity_types, {params.start, *hist.steps[: hist.pos]})
+    return ExploreView(shown.model_copy(update={"total_nodes": len(shown.nodes)}), base, steps, links, hidden)
+
+
+def _pick_row(table: str, ids: list[str]) -> None:
+    rows = st.session_state[table]["selection"]["rows"]
+    if rows and rows[0] < len(ids):
+        st.session_state["x-node"] = ids[rows[0]]  # a callback may set another widget's value
+
+
+def view_frame(view: ExploreView) -> pd.DataFrame:
+    names = {n.id: n.name for n in view.subgraph.nodes}
+    rels = {e.id: e.relation_type for e in view.subgraph.edges}
+    rows = []
+    for n in view.subgraph.nodes:
+        nodes, edges = chain(n.id, view.links)
+        prev = ""
+        if edges:
+            prev = f"{clean(short(names.get(nodes[-2], nodes[-2]), 40))} · {clean(rels.get(edges[-1], ''))}"
+        rows.append({"entity": clean(n.name), "type": clean(n.type), "hops": len(edges), "reached via": prev})
+    return pd.DataFrame(rows, columns=["entity", "type", "hops", "reached via"])
+
+
+def render_view_table(view: ExploreView, hist: History) -> None:
+    """Entities in view; picking a row selects it for expansion and highlights its path from the start."""
+    ids = [n.id for n in view.subgraph.nodes]
+    table = f"x-table-{result_key(hist.base)}-{hist.pos}"
+    st.dataframe(view_frame(view), hide_index=True, on_select=partial(_pick_row, table, ids), key=table,
+                 selection_mode="single-row", height=430,
+                 column_config={"entity": st.column_config.TextColumn(width=190),
+                                "type": st.column_config.TextColumn(width=86),
+                                "hops": st.column_config.NumberColumn(width=48),
+                                "reached via": st.column_config.TextColumn(width=220)})
+
+
+def render_history(hist: History, cat: EntityCatalog, view: ExploreView) -> str | None:
+    """The node to expand next, Expand, Back / Forward and the trail of expansions; returns the picked node."""
+    ids = [n.id for n in view.subgraph.nodes]
+    if st.session_state.get("x-node") not in ids:
+        st.session_state.pop("x-node", None)
+    picked = st.selectbox("Expand the neighbours of", ids, index=None, key="x-node", format_func=cat.label,
+                          placeholder="Pick an entity in the view (or a row below)…")
+    cols = st.columns([1.2, 1, 1.1, 2], vertical_alignment="center")
+    cols[0].button("Expand", icon=":material/hub:", type="primary", on_click=_expand, args=(hist, "x-node"),
+                   key="x-expand", disabled=picked is None, use_container_width=True)
+    cols[1].button("Back", icon=":material/undo:", disabled=hist.pos == 0, on_click=_go, args=(hist, -1),
+                   key="x-back", help="Undo the last expansion", use_container_width=True)
+    cols[2].button("Forward", icon=":material/redo:", disabled=hist.pos >= len(hist.steps), on_click=_go,
+                   args=(hist, 1), key="x-fwd", help="Redo an expansion you went back from", use_container_width=True)
+    trail = [f"**{md_literal(short(cat.label(view.base.start_id), 40))}**"]
+    for i, node in enumerate(hist.steps):
+        item = f"\\+ {md_literal(short(cat.label(node), 40))}"
+        if i < len(view.steps):
+            item += f" ({view.steps[i].showing})"
+        trail.append(f"**{item}**" if i == hist.pos - 1 else item if i < hist.pos else f":gray[{item}]")
+    st.caption("History: " + " → ".join(trail))
+    return picked
+
+
+def explore_marks(params: ExploreParams, hist: History, view: ExploreView, picked: str | None) -> GraphMarks:
+    last = view.steps[-1].subgraph if view.steps else Subgraph()
+    before = {n.id for n in merge_subgraphs([view.base.subgraph, *(s.subgraph for s in view.steps[:-1])]).nodes}
+    focus_nodes, focus_edges = chain(picked, view.links) if picked else ([], [])
+    return GraphMarks.of(
+        seeds=[params.start],
+        destinations=hist.steps[: hist.pos],
+        path_nodes=[n.id for n in last.nodes if n.id not in before],
+        path_edges=[e.id for e in last.edges] if view.steps else [],
+        focus_nodes=focus_nodes,
+        focus_edges=focus_edges,
+    )
+
+
+def explore_summary(view: ExploreView) -> str:
+    parts = [f"**{len(view.subgraph.nodes)} entities** · {len(view.subgraph.edges)} relations in view",
+             f"start: {view.base.showing} within {view.base.max_depth} hop{'s' if view.base.max_depth > 1 else ''}"]
+    if view.steps:
+        parts.append(f"{len(view.steps)} expansion{'s' if len(view.steps) > 1 else ''}")
+    if view.hidden:
+        parts.append(f"{view.hidden} hidden by the entity-type filter")
+    return " · ".join(parts)
+
+
+def warnings_of(*results: TraversalResult | PathResult) -> list[str]:
+    return list(dict.fromkeys(w for r in results for w in r.warnings))
+
+
+# --- Why are these connected? -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WhyParams:
+    a: str
+    b: str
+    query: str
+    k: int
+    hops: int
+    relation_types: tuple[str, ...]
+
+
+def why_controls(kg: KG, cat: EntityCatalog) -> WhyParams | None:
+    left, right = st.columns(2)
+    with left:
+        a = entity_picker(kg, cat, "From entity", "a")
+    with right:
+        b = entity_picker(kg, cat, "To entity", "b")
+    cols = st.columns([3, 0.8, 0.8, 2.4], vertical_alignment="bottom")
+    query = cols[0].text_input("Rank by question (optional)", key="pq", max_chars=500, bind="query-params",
+                               placeholder="e.g. how does pricing affect demand?",
+                               help="Among paths of equal length, prefer those whose relations read like this")
+    k = cols[1].number_input("Paths (k)", 1, MAX_K, 5, key="k", bind="query-params")
+    hops = cols[2].number_input("Max hops", 1, MAX_HOPS, 4, key="hops", bind="query-params")
+    rels = cols[3].multiselect("Relation types", cat.relation_types, key="w-rels", placeholder="All relation types",
+                               format_func=clean)
+    if a is None or b is None:
+        return None
+    if a == b:
+        st.warning("Pick two different entities.", icon=":material/info:")
+        return None
+    return WhyParams(a, b, query.strip(), int(k), int(hops), tuple(rels))
+
+
+def paths_frame(result: PathResult) -> pd.DataFrame:
+    rows = []
+    for i, p in enumerate(result.paths, 1):
+        rows.append({
+            "#": i, "hops": p.hops, "score": p.score, "PPR mass": p.ppr_mass,
+            "query sim.": p.query_similarity, "path": clean(p.text), "sources": len(p.chunk_ids),
+        })
+    return pd.DataFrame(rows, columns=["#", "hops", "score", "PPR mass", "query sim.", "path", "sources"])
+
+
+def render_paths_table(result: PathResult, key: str) -> int | None:
+    """Ranked paths, one row each; picking a row returns its index."""
+    frame = paths_frame(result)
+    event = st.dataframe(
+        frame, hide_index=True, on_select="rerun", selection_mode="single-row", key=key, placeholder="—",
+        column_order=[c for c in frame.columns if c != "query sim." or result.query],
+        column_config={
+            "#": st.column_config.NumberColumn("#", width=34),
+            "hops": st.column_config.NumberColumn("hops", width=48),
+            "score": st.column_config.NumberColumn("score", format="%.3f", width=62,
+                                                   help="PPR mass (normalised), averaged with query similarity"),
+            "PPR mass": st.column_config.NumberColumn("PPR", format="%.4f", width=64,
+                                                      help="PPR mass of the intermediate entities"),
+            "query sim.": st.column_config.NumberColumn("query", format="%.3f", width=60,
+                                                        help="cosine of the relation descriptions to the question"),
+            "path": st.column_config.TextColumn("path", width=420, help="hover or widen to read it all"),
+            "sources": st.column_config.NumberColumn("src", width=40, help="source chunks cited along the path"),
+        },
+    )
+    rows = list(event.selection.rows) if event is not None and hasattr(event, "selection") else []
+    return rows[0] if rows and 0 <= rows[0] < len(result.paths) else None
+
+
+def path_steps(path: GraphPath) -> str:
+    """One Markdown bullet per hop: the relation in its own direction, then its description."""
+    lines = []
+    for prev, node, edge in zip(path.nodes, path.nodes[1:], path.edges, strict=False):
+        forward = edge.source_id == prev.id
+        head, tail = (prev, node) if forward else (node, prev)
+        line = f"- **{md_literal(short(head.name, 80))}** —{md_code(short(edge.relation_type, 40))}→ " \
+               f"**{md_literal(short(tail.name, 80))}**"
+        if edge.description:
+            line += f"  \n  {md_literal(short(edge.description, 400))}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk]) -> None:
+    with st.container(border=True, key="picked-path"):
+        sim = "" if path.query_similarity is None else f" · query {path.query_similarity:.3f}"
+        st.markdown(f"**Path #{index + 1}** · {path.hops} hop{'s' if path.hops != 1 else ''} · "
+                    f"score {path.score:.3f} · PPR {path.ppr_mass:.4f}{sim} — highlighted in the graph")
+        st.markdown(path_steps(path))
+        if not path.chunk_ids:
+            st.caption("No source chunk is recorded for these relations.")
+        for n, cid in enumerate(path.chunk_ids):
+            c = chunks.get(cid)
+            where = " › ".join(md_literal(x) for x in (c.original_document, c.chapter) if x) if c else ""
+            with st.expander(where or md_literal(cid), expanded=n == 0, icon=":material/menu_book:"):
+                st.markdown(quote(c.text) if c else f"chunk {md_literal(cid)} not found in DocumentChunks")
+
+
+def as_facts(result: PathResult) -> list[VerbalizedFact]:
+    """Paths as VerbalizedFacts, so that the Search page's source grouping applies unchanged."""
+    return [VerbalizedFact(id=f"path-{i}", type="local", text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
+            for i, p in enumerate(result.paths)]
+
+
+def render_path_sources(result: PathResult, chunks: dict[str, Chunk]) -> None:
+    """Book → chapter → chunk text, with the paths citing each chunk."""
+    groups = group_sources(as_facts(result), chunks)
+    if not groups:
+        st.info("These paths cite no source chunks.")
+        return
+    for g in groups:
+        by = f" — {md_literal(g.author)}" if g.author else ""
+        st.markdown(f"##### :material/menu_book: {md_literal(g.book)}{by}")
+        for chapter, cites in g.chapters.items():
+            st.markdown(f"**{md_literal(chapter)}**")
+            for cite in cites:
+                label = f"{md_literal(short(cite.chunk_id, 48))} · path {', '.join(f'#{i + 1}' for i in cite.facts)}"
+                with st.expander(label):
+                    st.markdown(quote(cite.chunk.text) if cite.chunk else "chunk text not found")
+
+
+def path_marks(result: PathResult, picked: int | None) -> GraphMarks:
+    path = result.paths[picked] if picked is not None else None
+    return GraphMarks.of(
+        seeds=[result.source.id, result.target.id],
+        focus_nodes=[n.id for n in path.nodes] if path else (),
+        focus_edges=[e.id for e in path.edges] if path else (),
+    )
+
+
+def paths_summary(result: PathResult) -> str:
+    if not result.paths:
+        return (f"No path between **{md_literal(result.source.name)}** and **{md_literal(result.target.name)}** "
+                f"within {result.max_hops} hops.")
+    hops = sorted({p.hops for p in result.paths})
+    span = f"{hops[0]}" if len(hops) == 1 else f"{hops[0]}–{hops[-1]}"
+    return (f"**{len(result.paths)} path{'s' if len(result.paths) > 1 else ''}** between "
+            f"**{md_literal(result.source.name)}** and **{md_literal(result.target.name)}** · {span} hops · "
+            f"{result.candidates} candidates ranked · {len(result.subgraph.nodes)} entities")
+
+
+def path_chunk_ids(result: PathResult) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c for p in result.paths for c in p.chunk_ids))
+
+
+# --- the two layouts --------------------------------------------------------------------------
+
+
+def stem(*parts: str) -> str:
+    """A safe download file name stem from entity names."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()[:64] or "subgraph"
+
+
+def _toolbar(cfg: Settings, summary: str, subgraph: Subgraph, key: str, **export: Any) -> None:
+    head, tool = st.columns([6, 1], vertical_alignment="center")
+    head.markdown(summary)
+    with tool:
+        export_popover(cfg, subgraph, key=key, **export)
+    saved_notice(subgraph, key=key)
+
+
+def render_explore(cfg: Settings, kg: KG, cat: EntityCatalog, params: ExploreParams) -> None:
+    """Summary and export on top; the graph left; expansion controls, history and the entity table right."""
+    hist = history_for(params)
+    view = explore_view(kg, params, hist)
+    start = view.base.subgraph.nodes[0].name  # BFS order: the start comes first
+    _toolbar(cfg, explore_summary(view), view.subgraph, "explore-export", stem=stem("neighbourhood", start),
+             title=f"Neighbourhood of {start}", keywords=suggest_keywords(view.subgraph, [start]), tags=["explore"],
+             metadata={"source": "paths/explore", "graph": kg.name, "version": kg.version, "start": params.start,
+                       "depth": params.depth, "expanded": hist.steps[: hist.pos]})
+    render_warnings(warnings_of(view.base, *view.steps))
+    left, right = st.columns([13, 8], gap="medium")
+    with right:
+        picked = render_history(hist, cat, view)
+        render_view_table(view, hist)
+    with left:
+        draw(view.subgraph, explore_marks(params, hist, view, picked), EXPLORE_ROLES,
+             max_nodes=min(max(len(view.subgraph.nodes), 1), 400), height=640)
+
+
+def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chunk]) -> None:
+    """Summary and export on top; the paths graph left; ranked paths, the picked one's story and sources right."""
+    a, b = result.source.name, result.target.name
+    _toolbar(cfg, paths_summary(result), result.subgraph, "why-export", stem=stem("paths", a, b),
+             title=f"Why connected: {a} ↔ {b}", keywords=suggest_keywords(result.subgraph, [a, b]), tags=["paths"],
+             metadata={"source": "paths/why", "graph": kg.name, "version": kg.version, "from": result.source.id,
+                       "to": result.target.id, "query": result.query, "k": result.k, "max_hops": result.max_hops})
+    render_warnings(result.warnings)
+    if not result.paths:
+        return
+    left, right = st.columns([11, 9], gap="medium")
+    with right:
+        paths_tab, sources_tab = st.tabs(["Ranked paths", "Sources"])
+        with paths_tab:
+            picked = render_paths_table(result, key="why-" + result_key(kg.version, result.source.id,
+                                                                      result.target.id, result.query,
+                                                                      str(result.k), str(result.max_hops)))
+            if picked is None:
+                st.caption("Pick a path to highlight it in the graph and read it hop by hop with its sources.")
+            else:
+                render_path_detail(picked, result.paths[picked], chunks)
+        with sources_tab:
+            render_path_sources(result, chunks)
+    with left:
+        sub = result.subgraph  # its total counts the searched region; here only the paths are drawn
+        draw(sub.model_copy(update={"total_nodes": len(sub.nodes)}), path_marks(result, picked), PATH_ROLES,
+             max_nodes=300, height=600)

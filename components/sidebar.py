@@ -1,0 +1,62 @@
+"""Sidebar: the active graph (name, version, counts), back ends in use and live capabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from app_state import Capability
+from components.text import md_code, md_literal
+from retrieval.catalog import GraphHandle
+from retrieval.config import Settings
+
+BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
+_COLORS = {"live": "green", "loading": "blue", "off": "gray"}
+_ICONS = {"live": ":material/check_circle:", "loading": ":material/hourglass_top:", "off": ":material/block:"}
+
+
+def manifest_counts(manifest: dict[str, Any]) -> dict[str, int]:
+    """Counts recorded by ingest in the manifest (`stats`/`counts` section or top level)."""
+    section = manifest.get("stats") or manifest.get("counts") or manifest
+    keys = ("entities", "relations", "chunks", "books", "chapters")
+    return {k: int(section[k]) for k in keys if isinstance(section.get(k), int | float)}
+
+
+def backend_lines(cfg: Settings, manifest: dict[str, Any] | None = None) -> list[str]:
+    manifest = manifest or {}
+    graph = manifest.get("graph_backend") or cfg.graph_backend
+    vectors = manifest.get("vector_backend") or cfg.vector_backend
+    vec_name = BACKEND_NAMES.get(vectors, vectors)
+    if vectors == "milvus":
+        vec_name = "Milvus server" if cfg.milvus_uri.startswith(("http", "tcp")) else "Milvus Lite"
+    embed = manifest.get("embed_model") or cfg.embed_model or "all-MiniLM-L6-v2"
+    return [f"graph · {BACKEND_NAMES.get(graph, graph)}", f"vectors · {vec_name}", f"embedder · {embed}"]
+
+
+def render_sidebar(
+    cfg: Settings, handle: GraphHandle | None, capabilities: Sequence[Capability], data_page: Any
+) -> None:
+    """Graph identity first (what am I looking at), then the stack, then the optional capabilities."""
+    with st.sidebar:
+        st.markdown("#### Graph")
+        if handle is None:
+            st.warning("No graph in the data directory yet.", icon=":material/info:")
+            st.page_link(data_page, label="Data → Build demo graph", icon=":material/construction:")
+        else:
+            st.markdown(f"**{md_literal(handle.name)}** · version {md_code(handle.version)}")
+            counts = manifest_counts(handle.manifest)
+            if counts:
+                st.caption(" · ".join(f"{v:,} {k}" for k, v in counts.items()))
+        st.markdown("#### Back ends")
+        st.caption("  \n".join(md_literal(x) for x in backend_lines(cfg, handle.manifest if handle else None)))
+        st.markdown("#### Capabilities")
+        for cap in capabilities:
+            st.badge(
+                f"{cap.name}: {cap.word}",
+                color=_COLORS[cap.state],  # type: ignore[arg-type]
+                icon=_ICONS[cap.state],
+                help=cap.detail or None,
+            )
+        st.caption(f"data dir {md_code(cfg.data_dir)}")

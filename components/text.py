@@ -1,0 +1,43 @@
+"""Text safety for the UI: strings from data are shown literally, never interpreted."""
+
+from __future__ import annotations
+
+import html
+import re
+
+# CommonMark backslash-escapable punctuation: escaping all of it makes Markdown render the text as typed.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:$=^])")
+
+
+def clean(value: object) -> str:
+    """A printable str: lone surrogates and NUL (which Arrow, protobuf and browsers reject) become U+FFFD."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+
+
+def esc(value: object) -> str:
+    """HTML-escape (quotes too) for any string placed into HTML markup."""
+    return html.escape(clean(value), quote=True)
+
+
+def md_literal(value: object) -> str:
+    """Markdown that renders as the literal text: HTML-escaped, then every Markdown sign backslash-escaped."""
+    text = html.escape(clean(value), quote=False)
+    # `&lt;` must survive as an entity, so escape punctuation outside the entities we just made.
+    parts = re.split(r"(&(?:lt|gt|amp);)", text)
+    return "".join(p if p.startswith("&") and p.endswith(";") else _MD_SPECIAL.sub(r"\\\1", p) for p in parts)
+
+
+def short(value: object, limit: int = 40) -> str:
+    """At most `limit` characters, with an ellipsis when cut."""
+    text = clean(value)
+    return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
+
+
+def md_code(value: object) -> str:
+    """An inline Markdown code span showing the text literally (code spans take no escapes)."""
+    text = clean(value).replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"

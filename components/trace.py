@@ -1,0 +1,83 @@
+"""Search trace: warnings, query decomposition, seeds and destinations, traced paths and stage timings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from components.text import clean, md_code, md_literal, short
+from retrieval.models import Entity, SearchResult, SemanticPath, StageTiming
+
+
+def render_warnings(warnings: Sequence[str]) -> None:
+    for w in warnings:
+        st.warning(md_literal(w), icon=":material/warning:")
+
+
+def timings_chart(timings: Sequence[StageTiming]) -> alt.Chart:
+    """Horizontal bars, one per stage, in execution order."""
+    frame = pd.DataFrame({"stage": [clean(t.stage) for t in timings], "ms": [t.ms for t in timings]})
+    order = list(frame["stage"])
+    bars = alt.Chart(frame).mark_bar(cornerRadiusEnd=3, color="#3557c7").encode(
+        x=alt.X("ms:Q", title="milliseconds"),
+        y=alt.Y("stage:N", sort=order, title=None),
+        tooltip=["stage", alt.Tooltip("ms:Q", format=".1f")],
+    )
+    labels = bars.mark_text(align="left", dx=3, color="#1d2433").encode(text=alt.Text("ms:Q", format=".1f"))
+    return (bars + labels).properties(height=max(80, 26 * len(frame)))
+
+
+def path_text(path: SemanticPath) -> str:
+    """`A —type→ B —type→ C` as literal Markdown."""
+    nodes = [path.source_node, *path.intermediate_nodes, path.destination_node]
+    parts = [f"**{md_literal(short(nodes[0].name, 60))}**"]
+    for i, node in enumerate(nodes[1:]):
+        rel = md_literal(short(path.edges[i].relation_type, 40)) if i < len(path.edges) else "…"
+        parts.append(f" —{rel}→ **{md_literal(short(node.name, 60))}**")
+    return "".join(parts)
+
+
+def _entity_list(ids: Sequence[str], by_id: dict[str, Entity]) -> str:
+    items = []
+    for i in ids:
+        e = by_id.get(i)
+        items.append(f"- {md_literal(e.name)} · _{md_literal(e.type)}_" if e else f"- {md_literal(i)}")
+    return "\n".join(items) or "_none_"
+
+
+def render_trace(result: SearchResult) -> None:
+    """Everything the retriever did for this result, top to bottom."""
+    render_warnings(result.warnings)
+    d = result.decomposition
+    if d is not None:
+        kind = "relationship query" if d.is_relationship_query else "simple query"
+        st.markdown(f"**Decomposition** · `{d.method}` · {kind} · {d.hops} hop{'s' if d.hops != 1 else ''}")
+        left, right = st.columns(2)
+        with left:
+            st.markdown("Local (entity) sub-queries")
+            st.markdown("\n".join(f"- {md_literal(q)}" for q in d.local_queries) or "_none_")
+        with right:
+            st.markdown("Global (relation) sub-queries")
+            st.markdown("\n".join(f"- {md_literal(q)}" for q in d.global_queries) or "_none_")
+        if d.entity_mentions:
+            st.caption("Entity mentions: " + " · ".join(md_literal(m) for m in d.entity_mentions))
+    by_id = {n.id: n for n in result.subgraph.nodes}
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**Seed entities** ({len(result.seed_ids)})")
+        st.markdown(_entity_list(result.seed_ids, by_id))
+    with right:
+        st.markdown(f"**PPR destinations** ({len(result.destination_ids)})")
+        st.markdown(_entity_list(result.destination_ids[:12], by_id))
+    if result.paths:
+        st.markdown(f"**Traced paths** ({len(result.paths)})")
+        for p in result.paths[:10]:
+            st.markdown(f"- {path_text(p)} · PPR {p.ppr_score:.3f} · semantic {p.path_semantic_score:.3f}")
+    if result.timings:
+        total = sum(t.ms for t in result.timings)
+        st.markdown(f"**Timings** · {total:.0f} ms in {len(result.timings)} stages")
+        st.altair_chart(timings_chart(result.timings), width="stretch")
+    st.caption(f"graph version {md_code(result.graph_version or '?')}")

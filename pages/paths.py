@@ -1,0 +1,46 @@
+"""Paths: explore a neighbourhood step by step, or ask why two entities are connected; export what is shown."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components import paths_view as pv
+from components.text import md_literal
+from retrieval.errors import RetrievalError
+
+MODES = {"explore": "Explore a neighbourhood", "why": "Why are these connected?"}
+
+cfg = app_state.settings()
+handle = app_state.current_handle(cfg)
+st.markdown("### Paths")
+if handle is None:
+    st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
+    st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
+    st.stop()
+
+st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
+mode = st.segmented_control("Mode", list(MODES), format_func=MODES.get, default="explore", required=True,
+                            key="mode", bind="query-params", label_visibility="collapsed")
+try:
+    kg = app_state.open_kg(cfg, handle)
+    cat = pv.entity_catalog(kg, kg.version)
+    if mode == "why":
+        why = pv.why_controls(kg, cat)
+        if why is None:
+            st.caption("Pick two entities: their k shortest simple paths are ranked by length, PPR mass and, "
+                       "with a question, by how well the relations read like it. Each path cites its sources.")
+            st.stop()
+        with st.spinner("Finding paths…"):
+            result = pv.ranked_paths(kg, kg.version, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
+            chunks = app_state.chunks(kg, kg.version, pv.path_chunk_ids(result))
+        pv.render_why(cfg, kg, result, chunks)
+    else:
+        params = pv.explore_controls(kg, cat)
+        if params is None:
+            st.caption("Pick a start entity: its neighbourhood is drawn within the depth and filters, best-connected "
+                       "first, then expand any entity's neighbours step by step (Back/Forward undo and redo).")
+            st.stop()
+        pv.render_explore(cfg, kg, cat, params)
+except RetrievalError as exc:
+    st.error(f"Traversal failed: {md_literal(exc)}", icon=":material/error:")

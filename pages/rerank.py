@@ -1,0 +1,60 @@
+"""Rerank Inspector: one retrieved pool, every reranker's order and scores, what-if knobs, labels and metrics."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components import rerank_state as state
+from components import rerank_view as view
+from components.results import result_key
+from components.text import md_literal
+from retrieval.errors import RetrievalError
+from retrieval.evaluate import evaluate
+from retrieval.inspect import apply_rerankers, pool_order
+
+cfg = app_state.settings()
+handle = app_state.current_handle(cfg)
+st.markdown("### Rerank Inspector")
+if handle is None:
+    st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
+    st.stop()
+view.annotator_box()
+req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
+if not req.query:
+    st.stop()
+st.query_params["graph"] = handle.name
+knobs = view.what_if(req.kind)
+try:
+    kg = app_state.open_kg(cfg, handle)
+    with st.spinner("Retrieving the candidate pool…"):
+        pool = state.pool(kg, req.query, req.kind, req.size)
+except RetrievalError as exc:
+    st.error(f"Retrieval failed: {md_literal(exc)}", icon=":material/error:")
+    st.stop()
+
+chosen = state.rerankers(cfg, kg, knobs.alpha, knobs.lambda_)
+inspection = apply_rerankers(pool.query, pool_order(pool, knobs.text_weight), chosen.rerankers).in_order(
+    [c.id for c in pool.candidates]  # rows and #positions stay in retrieval order while the knobs move
+)
+reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
+st.caption(view.trace_line(state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
+view.render_notes(chosen.notes, inspection, pool)
+
+store = state.label_store(str(cfg.data_dir))
+all_labels = view.labels_of_kind(store.all_labels(kg.version), req.kind)
+mine = {lb.item_id: lb for lb in view.labels_of_kind(store.get_labels(pool.query, kg.version), req.kind)}
+chart, metrics = st.columns([3, 2], gap="large")
+with chart.container(height=view.PANEL_HEIGHT, border=False):
+    view.render_bump(inspection, mine, knobs.k)
+with metrics.container(height=view.PANEL_HEIGHT, border=False):
+    view.render_metrics(evaluate(list(mine.values()), inspection.runs(), (knobs.k,)), "This query", "m-this",
+                        "Grade candidates 0–3 below; a grade of 1 or more makes this query scorable.")
+view.render_label_grid(inspection, mine, view.LabelTarget.of(store, inspection, mine, kg.version),
+                       key="grid-" + result_key(kg.version, req.kind, pool.query), none_rank=req.kind == "chunks")
+
+st.markdown(f"#### All labelled queries · {req.kind} pool")
+report, runs = state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
+                                       knobs.text_weight, knobs.k)
+view.render_all_queries(report, knobs.k)
+view.render_exchange(store, kg.version, runs)

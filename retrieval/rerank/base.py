@@ -1,0 +1,99 @@
+"""The reranker interface shared by the retriever, the Rerank Inspector and evaluation."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from cachetools import LRUCache
+
+from retrieval.embedding import Embedder
+from retrieval.models import VerbalizedFact
+
+
+@dataclass(frozen=True)
+class RerankOutput:
+    """New candidate records (inputs are never mutated) in the new order, plus visible warnings."""
+
+    candidates: list[VerbalizedFact]
+    warnings: list[str]
+
+
+class Reranker(Protocol):
+    name: str
+
+    def rerank(self, query: str, candidates: Sequence[VerbalizedFact], top_k: int) -> RerankOutput: ...
+
+
+def with_scores(fact: VerbalizedFact, scores: Mapping[str, float]) -> VerbalizedFact:
+    """A copy of `fact` with `scores` merged into its score dict (a fresh dict: the input stays as it was)."""
+    return fact.model_copy(update={"scores": {**fact.scores, **{k: float(v) for k, v in scores.items()}}})
+
+
+def check_top_k(top_k: int) -> int:
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    return top_k
+
+
+class NoRerank:
+    """The "no rerank" baseline: the retrieval order, truncated to top_k."""
+
+    name = "none"
+
+    def rerank(self, query: str, candidates: Sequence[VerbalizedFact], top_k: int) -> RerankOutput:
+        return RerankOutput(list(candidates[: check_top_k(top_k)]), [])
+
+
+def rerank_by_key(
+    candidates: Sequence[VerbalizedFact], key: str, top_k: int | None = None
+) -> RerankOutput:
+    """Order by `scores[key]` descending (stable); candidates without the key go last, with a warning."""
+    missing = sum(1 for c in candidates if key not in c.scores)
+    order = sorted(candidates, key=lambda c: -c.scores[key] if key in c.scores else float("inf"))
+    warnings = [f"{missing} of {len(candidates)} candidates have no {key!r} score; put last"] if missing else []
+    return RerankOutput(order if top_k is None else order[: check_top_k(top_k)], warnings)
+
+
+class EmbeddingCache:
+    """Fact/query vectors by text (bounded LRU), so what-if re-ranks of one pool never re-embed."""
+
+    def __init__(self, embedder: Embedder, maxsize: int = 20_000) -> None:
+        self.embedder = embedder
+        self._cache: LRUCache[str, np.ndarray] = LRUCache(maxsize=maxsize)
+        self._lock = threading.Lock()
+        self.name = embedder.name
+        self.dim = embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 rows, one per text (only unseen texts reach the embedder)."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            with self._lock:
+                for text, vec in zip(missing, vecs, strict=True):
+                    self._cache[text] = vec
+        with self._lock:
+            rows = [self._cache.get(t) for t in texts]
+        if any(r is None for r in rows):  # evicted between the two steps (pool larger than the cache)
+            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        if not rows:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([r for r in rows if r is not None])
+
+
+def cached(embedder: Embedder) -> EmbeddingCache:
+    """Wrap `embedder` in an EmbeddingCache unless it already is one (so rerankers can share a cache)."""
+    return embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)
+
+
+def query_similarity(vectors: EmbeddingCache, query: str, texts: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of each text to the query (vectors are normalised, so a dot product)."""
+    if not texts:
+        return np.zeros(0, dtype=np.float32)
+    q = vectors.embed([query])[0]
+    return np.asarray(vectors.embed(texts) @ q, dtype=np.float32)

@@ -1,0 +1,191 @@
+"""Store protocols and the name -> "module:Class" registry (back ends are imported lazily)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from retrieval.errors import ConfigError
+from retrieval.models import Entity, GraphData, Relation, Subgraph
+
+if TYPE_CHECKING:
+    from retrieval.config import Settings
+
+ENTITIES = "Entities"
+RELATIONS = "RelationDescriptions"
+CHUNKS = "DocumentChunks"
+COLLECTIONS = (ENTITIES, RELATIONS, CHUNKS)
+# Scalar payload stored next to each vector (besides `id`); every field is a string except `position` (int).
+PAYLOAD_FIELDS: dict[str, tuple[str, ...]] = {
+    ENTITIES: ("name", "type", "text"),
+    RELATIONS: ("text", "source_id", "target_id", "relation_type"),
+    CHUNKS: ("text", "source", "original_document", "chapter", "author", "position"),
+}
+INT_FIELDS = frozenset({"position"})
+
+GRAPH_STORES = {
+    "kuzu": "retrieval.stores.kuzu:KuzuGraphStore",
+    "falkordb": "retrieval.stores.falkordb:FalkorGraphStore",
+}
+VECTOR_STORES = {
+    "milvus": "retrieval.stores.milvus:MilvusVectorStore",
+}
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where one graph version lives: a local directory, plus a key for server-side resources."""
+
+    dir: Path
+    key: str  # [A-Za-z0-9_], unique per graph version; FalkorDB graph name / Milvus prefix
+
+
+@dataclass(frozen=True)
+class EdgeArrays:
+    """The whole graph as arrays, for PageRank/PPR on an in-memory CSR."""
+
+    node_ids: list[str]
+    node_names: list[str]
+    node_types: list[str]
+    node_chunks: list[tuple[str, ...]]  # chunk ids mentioning each node
+    src: np.ndarray  # int64 indexes into node_ids
+    dst: np.ndarray
+    weight: np.ndarray  # float64
+    relation_ids: list[str]
+    relation_types: list[str]
+    # aliases of each node (same order as node_ids) for name matching; empty list = not exported
+    node_aliases: list[tuple[str, ...]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    id: str
+    score: float  # cosine similarity in [-1, 1]
+    payload: dict[str, Any]
+
+
+class GraphStore(Protocol):
+    """A property graph of Entity nodes and Relation edges. Parameterised queries only."""
+
+    def upsert(self, data: GraphData) -> None: ...
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]: ...
+    def get_relations(self, ids: Sequence[str]) -> list[Relation]: ...
+    def find_entities(self, name: str, *, fuzzy: bool = False, limit: int = 10) -> list[Entity]: ...
+    def neighbourhood(
+        self,
+        seed_ids: Sequence[str],
+        *,
+        hops: int = 1,
+        max_edges: int = 500,
+        relation_types: Sequence[str] | None = None,
+    ) -> Subgraph: ...
+    def export_edges(self) -> EdgeArrays: ...
+    def counts(self) -> dict[str, int]: ...
+    def close(self) -> None: ...
+
+
+class VectorStore(Protocol):
+    """Three collections (Entities, RelationDescriptions, DocumentChunks) of normalised vectors."""
+
+    def ensure(self, dim: int) -> None: ...
+    def insert(self, collection: str, rows: Sequence[dict[str, Any]], vectors: np.ndarray) -> None: ...
+    def search(self, collection: str, vectors: np.ndarray, limit: int) -> list[list[VectorHit]]: ...
+    def get(self, collection: str, ids: Sequence[str]) -> list[dict[str, Any]]: ...
+    def count(self, collection: str) -> int: ...
+    def drop(self) -> None: ...
+    def close(self) -> None: ...
+    def wait_ready(self, timeout_s: float = ...) -> None:
+        """Block until searches are served by the built index (a server indexes after ingest; Lite at once)."""
+
+
+def unique(ids: Iterable[str]) -> list[str]:
+    """`ids` without repeats, first occurrence first."""
+    return list(dict.fromkeys(ids))
+
+
+def fuzzy_ids(key: str, labels: Sequence[str], owners: Sequence[str], limit: int) -> list[str]:
+    """Owner ids of the labels closest to `key` (rapidfuzz WRatio >= 60), best first, each id once."""
+    from rapidfuzz import fuzz, process
+
+    hits = process.extract(key, labels, scorer=fuzz.WRatio, limit=limit * 3, score_cutoff=60)
+    return unique(owners[i] for _, _, i in hits)[:limit]
+
+
+# (frontier ids, relation types or None, limit) -> the first `limit` (relation id, source id, target id) by
+# relation id, over edges of either direction touching the frontier.
+Incident = Callable[[Sequence[str], list[str] | None, int], list[tuple[str, str, str]]]
+Neighbours = Callable[[Sequence[str], list[str] | None], set[str]]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """Ids reached by `expand`: nodes in BFS order (seeds first), edges hop by hop in id order."""
+
+    nodes: list[str]
+    edges: list[str]
+    truncated: bool
+    total_nodes: int
+
+
+def expand(
+    seeds: Sequence[str],
+    hops: int,
+    max_edges: int,
+    types: list[str] | None,
+    incident: Incident,
+    neighbours: Neighbours,
+) -> Expansion:
+    """Breadth-first k-hop expansion over edges of either direction, at most `max_edges` edges (by id order).
+
+    When the cap cuts a hop short, `truncated` is set and `total_nodes` counts the nodes within reach up to
+    that hop (the seeds, every node reached so far and every neighbour of the hop's frontier). Shared by the
+    graph stores, which supply `incident` and `neighbours` as queries.
+    """
+    reached = dict.fromkeys(seeds)
+    frontier = list(reached)
+    edges: dict[str, None] = {}
+    for _ in range(max(hops, 0)):
+        if not frontier:
+            break
+        nxt: list[str] = []
+        # Edges kept at the previous hop come back (they touch the frontier); hence max_edges + 1.
+        for rid, src, dst in incident(frontier, types, max_edges + 1):
+            if rid in edges:
+                continue
+            if len(edges) >= max_edges:
+                total = len(reached.keys() | neighbours(frontier, types))
+                return Expansion(list(reached), list(edges), True, total)
+            edges[rid] = None
+            for node in (src, dst):
+                if node not in reached:
+                    reached[node] = None
+                    nxt.append(node)
+        frontier = nxt
+    return Expansion(list(reached), list(edges), False, len(reached))
+
+
+def _load(registry: dict[str, str], name: str, kind: str) -> Any:
+    if name not in registry:
+        valid = ", ".join(sorted(registry))
+        raise ConfigError(f"unknown {kind} back end {name!r}; valid: {valid}")
+    module, cls = registry[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def open_graph_store(settings: Settings, location: StoreLocation) -> GraphStore:
+    """Open the graph back end named by `settings.graph_backend` at `location`."""
+    cls = _load(GRAPH_STORES, settings.graph_backend, "graph")
+    store: GraphStore = cls.open(settings, location)
+    return store
+
+
+def open_vector_store(settings: Settings, location: StoreLocation) -> VectorStore:
+    """Open the vector back end named by `settings.vector_backend` at `location`."""
+    cls = _load(VECTOR_STORES, settings.vector_backend, "vector")
+    store: VectorStore = cls.open(settings, location)
+    return store

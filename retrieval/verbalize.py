@@ -1,0 +1,131 @@
+"""Facts as text (seed formats), their book/chapter sources, and the agent-facing Markdown.
+
+Paths: `A --[REL: description]--> B --[REL2: description]--> C` (the arrow follows each edge's own
+direction); global relations: `A --[REL]--> B: description` (seed "Task 22: Knowledge Graph Search Tool").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+from retrieval.models import Entity, GlobalRelation, SearchResult, SemanticPath, SourceMetadata, VerbalizedFact
+from retrieval.stores.base import VectorStore
+from retrieval.traverse import path_sources, verbalize
+
+HEADER = "## Retrieved Knowledge from Knowledge Graph"
+NOTHING = "No relevant knowledge found for this query."
+
+
+def path_nodes(path: SemanticPath) -> list[Entity]:
+    return [path.source_node, *path.intermediate_nodes, path.destination_node]
+
+
+def path_text(path: SemanticPath) -> str:
+    """`A --[REL: description]--> B ...` chained over every hop of the path."""
+    return verbalize(path_nodes(path), path.edges)
+
+
+def global_text(rel: GlobalRelation) -> str:
+    """`A --[REL]--> B: description`."""
+    head = f"{rel.source.name} --[{rel.relation_type}]--> {rel.target.name}"
+    return f"{head}: {rel.description}" if rel.description else head
+
+
+def _fact_id(prefix: str, parts: Iterable[str]) -> str:
+    return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def _validity(values: Iterable[str | None], latest: bool) -> str | None:
+    present = sorted(v for v in values if v)
+    return (present[-1] if latest else present[0]) if present else None
+
+
+def path_fact(path: SemanticPath) -> VerbalizedFact:
+    """A local fact: the path text with its PPR and path-semantic scores and its edges' chunks."""
+    nodes = path_nodes(path)
+    return VerbalizedFact(
+        id=_fact_id("path", [n.id for n in nodes] + [e.id for e in path.edges]),
+        type="local",
+        text=path_text(path),
+        scores={"ppr": path.ppr_score, "path_semantic": path.path_semantic_score},
+        chunk_ids=tuple(dict.fromkeys(c for e in path.edges for c in e.source_chunks)),
+        entity_ids=tuple(n.id for n in nodes),
+        relation_ids=tuple(e.id for e in path.edges),
+        # a path holds only while all of its edges hold
+        valid_at=_validity((e.valid_at for e in path.edges), latest=True),
+        invalid_at=_validity((e.invalid_at for e in path.edges), latest=False),
+    )
+
+
+def global_fact(rel: GlobalRelation) -> VerbalizedFact:
+    """A global fact: the relation text with its description-search similarity."""
+    r = rel.relation
+    return VerbalizedFact(
+        id=_fact_id("rel", [r.id]),
+        type="global",
+        text=global_text(rel),
+        scores={"similarity": rel.score},
+        chunk_ids=r.source_chunks,
+        entity_ids=(rel.source.id, rel.target.id),
+        relation_ids=(r.id,),
+        valid_at=r.valid_at,
+        invalid_at=r.invalid_at,
+    )
+
+
+def with_sources(
+    facts: Sequence[VerbalizedFact], vectors: VectorStore, max_per_fact: int = 5
+) -> list[VerbalizedFact]:
+    """Resolve every fact's chunk ids to SourceMetadata in ONE store call; dedup per fact by (source, book)."""
+    ids = list(dict.fromkeys(c for f in facts for c in f.chunk_ids))
+    by_chunk = {s.chunk_id: s for s in path_sources(vectors, ids)} if ids else {}
+    out = []
+    for fact in facts:
+        seen: dict[tuple[str, str], SourceMetadata] = {}
+        for cid in fact.chunk_ids:
+            src = by_chunk.get(cid)
+            if src is not None:
+                seen.setdefault((src.source, src.original_document), src)
+        out.append(fact.model_copy(update={"sources": tuple(seen.values())[:max_per_fact]}))
+    return out
+
+
+def source_line(sources: Sequence[SourceMetadata]) -> str:
+    """`Book — Chapter (author); Book2` for the sources of one fact."""
+    parts = []
+    for s in sources:
+        text = s.original_document or s.source
+        if s.chapter:
+            text += f" — {s.chapter}"
+        if s.author:
+            text += f" ({s.author})"
+        parts.append(text)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def to_markdown(result: SearchResult) -> str:
+    """The seed's agent context: a header, Entities, then Relationships & Paths with a source line each."""
+    if not result.facts:
+        return NOTHING
+    lines = [HEADER, "", f"**Query:** {_one_line(result.query)}", ""]
+    nodes = {n.id: n for n in result.subgraph.nodes}
+    key_ids = [i for i in dict.fromkeys([*result.seed_ids, *result.destination_ids]) if i in nodes]
+    if key_ids:
+        lines.append("### Entities")
+        for nid in key_ids:
+            node = nodes[nid]
+            role = "seed" if nid in result.seed_ids else "related"
+            desc = f": {_one_line(node.description)}" if node.description else ""
+            lines.append(f"- **{_one_line(node.name)}** ({node.type}, {role}){desc}")
+        lines.append("")
+    lines.append("### Relationships & Paths")
+    for n, fact in enumerate(result.facts, start=1):
+        lines.append(f"{n}. {_one_line(fact.text)}")
+        if fact.sources:
+            lines.append(f"   _Source: {_one_line(source_line(fact.sources))}_")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,39 @@
+"""AppTest tier: pages run in-process against a tmp data dir holding the demo graph (built once per session)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval.embedding import Embedder
+from tests.app.graphs import build_app_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture(scope="session")
+def app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    return build_app_data_dir(tmp_path_factory, embedder)
+
+
+@pytest.fixture
+def app_env(monkeypatch: pytest.MonkeyPatch, app_data_dir: Path) -> Path:
+    """Environment the app reads through Settings.from_env: the shared data dir, no Gemini key, hub offline."""
+    monkeypatch.setenv("KG_DATA_DIR", str(app_data_dir))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("KG_GRAPH", raising=False)
+    return app_data_dir
+
+
+@pytest.fixture
+def empty_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A fresh, empty data dir (for the no-graph state and imports)."""
+    data_dir = tmp_path / "kg"
+    monkeypatch.setenv("KG_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("KG_GRAPH", raising=False)
+    return data_dir

@@ -1,0 +1,122 @@
+"""AppTest smoke per page: no exception, key elements present, on a real demo graph (Kuzu + Milvus Lite + MiniLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from retrieval import catalog
+from tests.app.conftest import APP
+from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, write_hostile_bundle
+
+pytestmark = pytest.mark.integration
+TIMEOUT = 120
+
+
+def run_page(page: str | None = None, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    return "\n".join(parts)
+
+
+def test_shell_sidebar_shows_graph_backends_and_capabilities(app_env: Path) -> None:
+    at = run_page()
+    side = "\n".join(m.value for m in at.sidebar.markdown) + "\n".join(c.value for c in at.sidebar.caption)
+    assert "**demo** · version" in side
+    assert "entities" in side and "relations" in side
+    assert "Kuzu" in side and "Milvus Lite" in side
+    assert "Gemini: no key" in side and "Cross-encoder:" in side  # st.badge renders as Markdown
+
+
+def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None:
+    at = run_page(q=DEMO_QUESTION, max_results="5")
+    assert at.text_input(key="q").value == DEMO_QUESTION
+    assert [t.label for t in at.tabs][:4] == ["Facts", "Sources", "Agent context", "Trace"]
+    facts = at.dataframe[0].value
+    assert 1 <= len(facts) <= 5 and {"type", "fact"} <= set(facts.columns)
+    assert at.get("iframe"), "the subgraph view is missing"
+    assert "<canvas" not in at.get("iframe")[0].proto.srcdoc  # vis draws the canvas in the browser
+    assert at.code and at.code[0].value.strip(), "agent context is empty"
+    assert at.query_params["graph"] == "demo"
+    assert "facts**" in texts(at)
+
+
+def test_search_page_without_query_explains_itself(app_env: Path) -> None:
+    at = run_page()
+    assert "Type a question" in texts(at)
+    overview = [list(d.value.columns) for d in at.dataframe]
+    assert overview == [["entity type", "count"], ["relation type", "count"]]
+    assert len(at.dataframe[0].value) >= 3  # the demo's entity types
+    assert len(at.button) >= 3  # demo questions to click
+
+
+def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:
+    at = run_page(q="Who does Eve Evilname know?", graph=HOSTILE_GRAPH)
+    assert "**hostile** · version" in "\n".join(m.value for m in at.sidebar.markdown)
+    srcdoc = at.get("iframe")[0].proto.srcdoc if at.get("iframe") else ""
+    assert srcdoc and IMG not in srcdoc
+    assert all(IMG not in m.value and "<script" not in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(
+    ("page", "title"),
+    [("pages/paths.py", "Paths"), ("pages/memory.py", "Graph Memory"), ("pages/rerank.py", "Rerank Inspector")],
+)
+def test_other_pages_render(app_env: Path, page: str, title: str) -> None:
+    at = run_page(page)
+    assert title in texts(at)
+
+
+def test_data_page_shows_stats_graphs_and_actions(app_env: Path) -> None:
+    at = run_page("pages/data.py")
+    assert [m.label for m in at.metric] == ["Books", "Chapters", "Chunks", "Entities", "Relations"]
+    assert int(at.metric[0].value) == 4 and int(at.metric[3].value.replace(",", "")) > 100
+    graphs = at.dataframe[0].value
+    assert sorted(graphs["graph"]) == ["demo", HOSTILE_GRAPH]
+    labels = [b.label for b in at.button]
+    assert "Make active" in labels and "Rebuild demo graph" in labels and "Import" in labels
+
+
+def test_no_graph_points_to_the_data_page(empty_env: Path) -> None:
+    at = run_page()
+    assert "No graph in the data directory yet." in [w.value for w in at.sidebar.warning]
+    assert "Build the demo graph" in texts(at)
+    data = run_page("pages/data.py")
+    assert "Build demo graph" in [b.label for b in data.button]
+
+
+def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, tmp_path: Path) -> None:
+    bundle = write_hostile_bundle(tmp_path / "my-bundle")
+    at = run_page("pages/data.py")
+    at.text_input(key="import-path").input(str(bundle)).run()
+    assert at.text_input(key="import-name").value == "my-bundle"
+    at.button[[b.label for b in at.button].index("Import")].click().run()
+    assert not at.exception and at.success, [e.value for e in at.error]
+    assert catalog.list_graphs(empty_env) == ["my-bundle"]
+    assert at.get("progress") and at.get("progress")[0].proto.value == 100
+
+
+def test_data_page_names_file_line_and_field_of_a_bad_bundle(empty_env: Path, tmp_path: Path) -> None:
+    bundle = write_hostile_bundle(tmp_path / "bad")
+    rows = (bundle / "entities.jsonl").read_text().splitlines()
+    rows[1] = json.dumps({"id": "mallory", "type": "person"})  # no name
+    (bundle / "entities.jsonl").write_text("\n".join(rows) + "\n")
+    at = run_page("pages/data.py")
+    at.text_input(key="import-path").input(str(bundle)).run()
+    at.button[[b.label for b in at.button].index("Import")].click().run()
+    errors = " ".join(e.value for e in at.error)
+    assert "entities.jsonl:2" in errors and "name" in errors
+    assert catalog.list_graphs(empty_env) == []

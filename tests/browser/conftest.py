@@ -1,0 +1,134 @@
+"""Browser tier: `streamlit run app.py` on a free localhost port with a tmp data dir, driven by Debian chromium.
+
+Start: `.venv/bin/pytest -m browser tests/browser` (needs /usr/bin/chromium: `bash scripts/install_browser`).
+The server gets KG_DATA_DIR=<tmp dir with the demo graph and a hostile graph> and HF_HUB_OFFLINE=1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from retrieval.embedding import Embedder
+from tests.app.graphs import HOSTILE_GRAPH, build_app_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+VIEWPORT = {"width": 1680, "height": 1050}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.25)
+    raise RuntimeError(f"streamlit not healthy after {timeout_s}s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """The server's own copy: AppTest in this process may hold the Milvus Lite / Kuzu locks on the source."""
+    src = build_app_data_dir(tmp_path_factory, embedder)
+    dst = tmp_path_factory.mktemp("browser-data") / "kg"
+    shutil.copytree(src, dst, symlinks=True)  # catalog symlinks are relative, so the copy is self-contained
+    return dst
+
+
+@pytest.fixture(scope="session")
+def app_url(app_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app served by `streamlit run` on 127.0.0.1:<free port>; stopped at the end of the session."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} missing: run `bash scripts/install_browser`")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    env = {**os.environ, "KG_DATA_DIR": str(app_data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("GEMINI_API_KEY", None)
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser(app_url: str) -> Iterator[object]:
+    """Debian chromium through Playwright; one warm-up load (the first load after start can be blank)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        warm = chromium.new_page(viewport=VIEWPORT)
+        warm.goto(app_url)
+        warm.get_by_test_id("stSidebar").wait_for(timeout=120_000)
+        # the shell opens the graph (stores, embedder, CSR index) on the first view; the query box follows it
+        warm.get_by_placeholder("Ask a multi-hop question", exact=False).wait_for(timeout=180_000)
+        warm.close()
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object, app_url: str) -> Iterator[object]:
+    """A fresh page that records dialogs and every request URL (for the no-network-egress checks)."""
+    context = browser.new_context(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    pg = context.new_page()
+    pg.dialogs = []  # type: ignore[attr-defined]
+    pg.requests = []  # type: ignore[attr-defined]
+
+    def on_dialog(dialog: object) -> None:
+        pg.dialogs.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.dismiss()  # type: ignore[attr-defined]
+
+    pg.on("dialog", on_dialog)
+    pg.on("request", lambda req: pg.requests.append(req.url))  # type: ignore[attr-defined]
+    pg.set_default_timeout(30_000)
+    yield pg
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+__all__ = ["HOSTILE_GRAPH"]

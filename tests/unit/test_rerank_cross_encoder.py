@@ -1,0 +1,77 @@
+"""Cross-encoder reranker: the passthrough when no model loads, and a real tiny model built locally."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.config import DEFAULT_CROSS_ENCODER, Settings
+from retrieval.embedding import default_model_path
+from retrieval.models import VerbalizedFact
+from retrieval.rerank import CrossEncoderReranker
+
+QUERY = "Who wrote Hamlet?"
+TEXTS = ["Hamlet was written by William Shakespeare.", "Paris is in France.", "Shakespeare wrote plays in London.",
+         "Bananas are yellow.", "Hamlet is a prince of Denmark."]
+
+
+def facts() -> list[VerbalizedFact]:
+    return [VerbalizedFact(id=f"f{i}", type="local", text=t, scores={"similarity": 0.1 * i})
+            for i, t in enumerate(TEXTS)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def offline() -> Iterator[None]:
+    """No hub access in these tests, whatever the machine allows."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cross-encoder made from the packaged MiniLM with a fresh 1-label head, saved to disk."""
+    from sentence_transformers import CrossEncoder
+
+    path = tmp_path_factory.mktemp("tiny-ce")
+    CrossEncoder(default_model_path(), num_labels=1, device="cpu").save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("model", ["/nonexistent/cross-encoder", DEFAULT_CROSS_ENCODER])
+def test_unloadable_model_is_a_visible_passthrough(model: str) -> None:
+    # the hub name is not cached here and HF_HUB_OFFLINE=1: it must fail fast, without the network
+    rr = CrossEncoderReranker(model)
+    cands = facts()
+    out = rr.rerank(QUERY, cands, top_k=2)
+    assert [c.id for c in out.candidates] == [c.id for c in cands]  # order kept, not truncated
+    assert all("ce_score" not in c.scores for c in out.candidates)
+    assert len(out.warnings) == 1 and out.warnings[0].startswith("cross-encoder unavailable: ")
+    assert rr.available is False and model in rr.reason
+
+
+def test_settings_choose_the_model() -> None:
+    rr = CrossEncoderReranker.from_settings(Settings.from_env(env={"KG_CROSS_ENCODER": "/no/such/model"}))
+    assert rr.model_name == "/no/such/model" and rr.reason == ""  # lazy: nothing loaded yet
+
+
+def test_tiny_model_loads_and_scores(tiny_model: Path) -> None:
+    from sentence_transformers import CrossEncoder
+
+    rr = CrossEncoderReranker(str(tiny_model))
+    cands = facts()
+    before = [c.model_dump() for c in cands]
+    out = rr.rerank(QUERY, cands, top_k=3)
+    assert rr.available and rr.reason == "" and out.warnings == []
+    expected = np.asarray(CrossEncoder(str(tiny_model), device="cpu").predict([(QUERY, t) for t in TEXTS]))
+    assert [c.id for c in out.candidates] == [f"f{i}" for i in np.argsort(-expected, kind="stable")[:3]]
+    got = [c.scores["ce_score"] for c in out.candidates]
+    assert got == sorted(got, reverse=True)
+    np.testing.assert_allclose(got, np.sort(expected)[::-1][:3], rtol=1e-5)
+    assert all(c.scores["similarity"] == orig.scores["similarity"] for c in out.candidates for orig in cands
+               if orig.id == c.id)
+    assert [c.model_dump() for c in cands] == before
+    assert rr.rerank(QUERY, [], 3).candidates == []
