@@ -397,7 +397,7 @@ class GraphMemory:
         path = ns / "index.json"
         if not path.exists():
             graphs_dir = ns / "graphs"
-            if not (graphs_dir.is_dir() and any(graphs_dir.glob("*.json"))):
+            if not (graphs_dir.is_dir() and any(graphs_dir.glob("[!.]*.json"))):
                 return {}
             if locked:  # the caller holds the lock and writes the index next
                 return _scan(ns)
@@ -491,7 +491,7 @@ def _read_json(path: Path) -> Any:
 def _scan(ns: Path) -> dict[str, dict[str, Any]]:
     """Index entries of every graph file in a namespace (only when its index is missing)."""
     index: dict[str, dict[str, Any]] = {}
-    for path in sorted((ns / "graphs").glob("*.json")):
+    for path in sorted((ns / "graphs").glob("[!.]*.json")):  # never a writer's temp file
         graph = _parse_graph(path)
         index[graph.graph_id] = _index_entry(graph)
     return index

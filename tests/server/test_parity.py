@@ -1,8 +1,8 @@
 """Back-end parity: the same ingest and the same searches on Kuzu + Milvus Lite and on FalkorDB + a Milvus
 server (both servers started by the project's scripts) give the same graph, facts and top results.
 
-Runs on the demo graph, and on the MuSiQue graph (marked slow: ~38k texts through MiniLM, embedded once
-and shared by both back-end pairs).
+Runs on the demo graph, and on the MuSiQue graph (slow, opt-in: ~38k texts through MiniLM, embedded once,
+shared by both back-end pairs and cached in tests/artifacts for the next run).
 """
 
 from __future__ import annotations
