@@ -17,6 +17,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -198,10 +199,39 @@ def _http_ok(url: str) -> bool:
         return False
 
 
+def _milvus_answers(uri: str) -> bool:
+    """/healthz turns OK before the proxy serves requests; a real call tells."""
+    from pymilvus import MilvusClient, MilvusException
+
+    try:
+        client = MilvusClient(uri=uri, timeout=5)
+        try:
+            client.list_collections()
+        finally:
+            client.close()
+        return True
+    except MilvusException:
+        return False
+
+
 def _milvus_bin_cache() -> Path:
     """The unpacked server binaries (246 MB, ~6 s to unpack) are shared by every data dir."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "kg-lens" / f"milvus-{MILVUS_VERSION}" / "bin"
+
+
+def _free_port(start: int, exclude: set[int] | None = None) -> int:
+    """The first port from `start` that 127.0.0.1 can bind now."""
+    for port in range(start, start + 1000):
+        if exclude and port in exclude:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port from {start}")
 
 
 def milvus_start(rdir: Path, port: int, fresh: bool) -> int:
@@ -226,24 +256,49 @@ def milvus_start(rdir: Path, port: int, fresh: bool) -> int:
 
     from milvus import MilvusServer
 
-    server = MilvusServer()
+    server = MilvusServer(wait_for_started=False)
     server.set_base_dir(str(base))
     if port:
         server.config.update(proxy_port=port)  # explicit: fail rather than drift to another port
+    # The embedded etcd listens on 2379/2380 whatever the config says, so a second server on this machine
+    # (another checkout, another test session) would fail to bind. Give it free ports through its own
+    # config file; Milvus reads ETCD_CONFIG_PATH from the environment as etcd.config.path.
+    client_port = _free_port(2379)
+    peer_port = _free_port(2380, exclude={client_port})
+    server.config.update(etcd_port=client_port)
+    etcd_yaml = base / "configs" / "embedEtcd.yaml"
+    etcd_yaml.parent.mkdir(parents=True, exist_ok=True)
+    etcd_yaml.write_text(
+        f"name: default\n"
+        f"listen-client-urls: http://127.0.0.1:{client_port}\n"
+        f"advertise-client-urls: http://127.0.0.1:{client_port}\n"
+        f"listen-peer-urls: http://127.0.0.1:{peer_port}\n"
+        f"initial-advertise-peer-urls: http://127.0.0.1:{peer_port}\n"
+        f"initial-cluster: default=http://127.0.0.1:{peer_port}\n",
+        encoding="utf-8",
+    )
+    os.environ["ETCD_CONFIG_PATH"] = str(etcd_yaml)
+    log = base / "logs" / "milvus-stderr.log"
     try:
-        server.start()  # unpacks binaries once, starts `milvus run standalone`, waits for /healthz
-    except (TimeoutError, RuntimeError) as exc:
-        server.stop()
-        log = base / "logs" / "milvus-stderr.log"
-        print(f"error: Milvus did not start: {exc}; log {log}:\n{log_tail(log)}", file=sys.stderr)
+        server.start()  # unpacks the binaries once, then starts `milvus run standalone`
+    except (OSError, RuntimeError) as exc:
+        print(f"error: Milvus did not start: {exc}", file=sys.stderr)
         return 1
     proc = server.server_proc
     assert proc is not None
+    health = f"http://127.0.0.1:{server.webservice_port}/healthz"
+    # Our own wait: the package's keeps polling for 180 s after the process has died.
+    if not wait_for(lambda: _http_ok(health), 180.0, lambda: proc.poll() is None):
+        server.stop()
+        print(f"error: Milvus did not start; log {log}:\n{log_tail(log)}", file=sys.stderr)
+        return 1
     uri = f"http://127.0.0.1:{server.listen_port}"
-    write_state(rdir, "milvus", proc.pid, {
-        "KG_MILVUS_URI": uri,
-        "MILVUS_HEALTH_URL": f"http://127.0.0.1:{server.webservice_port}/healthz",
-    })
+    if not wait_for(lambda: _milvus_answers(uri), 60.0, lambda: proc.poll() is None):
+        server.stop()
+        print(f"error: Milvus is up but its proxy at {uri} does not answer; log {log}:\n{log_tail(log)}",
+              file=sys.stderr)
+        return 1
+    write_state(rdir, "milvus", proc.pid, {"KG_MILVUS_URI": uri, "MILVUS_HEALTH_URL": health})
     # Detach: MilvusServer.__del__ would otherwise terminate the server when this script exits.
     server.server_proc = None
     for fd in server.proc_fds.values():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -116,35 +116,33 @@ def fuzzy_ids(key: str, labels: Sequence[str], owners: Sequence[str], limit: int
     return unique(owners[i] for _, _, i in hits)[:limit]
 
 
-# (frontier ids, relation types or None, limit) -> the first `limit` (relation id, source id, target id) by
-# relation id, over edges of either direction touching the frontier.
-Incident = Callable[[Sequence[str], list[str] | None, int], list[tuple[str, str, str]]]
-Neighbours = Callable[[Sequence[str], list[str] | None], set[str]]
+N = TypeVar("N", bound=Hashable)  # a node key: entity id, or a back end's internal node number
 
 
 @dataclass(frozen=True)
-class Expansion:
-    """Ids reached by `expand`: nodes in BFS order (seeds first), edges hop by hop in id order."""
+class Expansion(Generic[N]):
+    """Nodes reached by `expand` in BFS order (seeds first), and relation ids kept, hop by hop in id order."""
 
-    nodes: list[str]
+    nodes: list[N]
     edges: list[str]
     truncated: bool
     total_nodes: int
 
 
 def expand(
-    seeds: Sequence[str],
+    seeds: Sequence[N],
     hops: int,
     max_edges: int,
     types: list[str] | None,
-    incident: Incident,
-    neighbours: Neighbours,
-) -> Expansion:
+    incident: Callable[[Sequence[N], list[str] | None, int], Iterable[tuple[str, N, N]]],
+    neighbours: Callable[[Sequence[N], list[str] | None], Iterable[N]],
+) -> Expansion[N]:
     """Breadth-first k-hop expansion over edges of either direction, at most `max_edges` edges (by id order).
 
-    When the cap cuts a hop short, `truncated` is set and `total_nodes` counts the nodes within reach up to
-    that hop (the seeds, every node reached so far and every neighbour of the hop's frontier). Shared by the
-    graph stores, which supply `incident` and `neighbours` as queries.
+    `incident(frontier, types, limit)` gives the first `limit` (relation id, source, target) by relation id
+    touching the frontier; `neighbours(frontier, types)` every node next to it. When the cap cuts a hop short,
+    `truncated` is set and `total_nodes` counts the nodes within reach up to that hop (the seeds, every node
+    reached so far and every neighbour of the hop's frontier). Shared by the graph stores.
     """
     reached = dict.fromkeys(seeds)
     frontier = list(reached)
@@ -152,13 +150,13 @@ def expand(
     for _ in range(max(hops, 0)):
         if not frontier:
             break
-        nxt: list[str] = []
+        nxt: list[N] = []
         # Edges kept at the previous hop come back (they touch the frontier); hence max_edges + 1.
         for rid, src, dst in incident(frontier, types, max_edges + 1):
             if rid in edges:
                 continue
             if len(edges) >= max_edges:
-                total = len(reached.keys() | neighbours(frontier, types))
+                total = len(set(reached) | set(neighbours(frontier, types)))
                 return Expansion(list(reached), list(edges), True, total)
             edges[rid] = None
             for node in (src, dst):
