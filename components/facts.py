@@ -14,7 +14,7 @@ from retrieval.models import Chunk, VerbalizedFact
 
 # Known scores first, in reading order; any other score key follows alphabetically.
 SCORE_ORDER = (
-    "ppr", "path_semantic", "similarity", "score", "rerank_score", "ce_score", "pagerank", "graph_score",
+    "hybrid", "ppr", "path_semantic", "similarity", "score", "rerank_score", "ce_score", "pagerank", "graph_score",
     "bm25", "vector", "mmr_score", "mmr_rank", "llm_rank", "rerank_rank",
 )
 SCORE_LABELS = {
@@ -31,6 +31,21 @@ SCORE_LABELS = {
     "bm25": "BM25",
     "vector": "vector",
 }
+CHANNEL_COLORS = {"document": "blue", "graph": "violet"}
+
+
+def channel_of(fact: VerbalizedFact) -> str:
+    """`document` or `graph`: the tool's own channel mark, else from the fact type (KG facts come from the graph)."""
+    return fact.channel or ("document" if fact.type == "document" else "graph")
+
+
+def citation_of(fact: VerbalizedFact) -> str:
+    """The tool's own citation (`[N: Book - Chapter]`), else the first source's book › chapter, else the chunk id."""
+    if fact.citation:
+        return fact.citation
+    src = fact.sources[0] if fact.sources else None
+    where = " › ".join(x for x in (src.original_document, src.chapter) if x) if src else ""
+    return where or (fact.chunk_ids[0] if fact.chunk_ids else "")
 
 
 def fmt_score(key: str, value: float) -> str:
@@ -43,19 +58,23 @@ def score_keys(facts: Sequence[VerbalizedFact]) -> list[str]:
     return known + sorted(present - set(known))
 
 
-def facts_frame(facts: Sequence[VerbalizedFact]) -> pd.DataFrame:
-    """One row per fact: rank, type, text, every score, and where it comes from."""
+def facts_frame(facts: Sequence[VerbalizedFact], *, channels: bool = False) -> pd.DataFrame:
+    """One row per fact: rank, type, text, every score, and where it comes from (with `channels`: the
+    document/graph mark and the citation, as the search tools give them)."""
     keys = score_keys(facts)
+    marks = ["channel", "citation"] if channels else []
     rows = []
     for i, f in enumerate(facts, 1):
         books = sorted({clean(s.original_document) for s in f.sources if s.original_document})
         row: dict[str, object] = {"#": i, "type": f.type, "fact": clean(f.text)}
+        if channels:
+            row |= {"channel": [channel_of(f)], "citation": clean(citation_of(f))}
         for k in keys:
             row[k] = f.scores.get(k)
         row["sources"] = len(f.sources) or len(f.chunk_ids)
         row["books"] = ", ".join(books)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["#", "type", "fact", *keys, "sources", "books"])
+    return pd.DataFrame(rows, columns=["#", "type", *marks, "fact", *keys, "sources", "books"])
 
 
 def _column_config(keys: Sequence[str]) -> dict[str, Any]:
@@ -65,6 +84,11 @@ def _column_config(keys: Sequence[str]) -> dict[str, Any]:
         "fact": st.column_config.TextColumn("fact", width=300, help="hover or widen to read it all"),
         "sources": st.column_config.NumberColumn("src", width=44, help="cited chunks"),
         "books": st.column_config.TextColumn("books", width="small"),
+        "channel": st.column_config.MultiselectColumn(
+            "channel", options=list(CHANNEL_COLORS), color=list(CHANNEL_COLORS.values()), width=90,
+            help="document chunk or knowledge-graph item",
+        ),
+        "citation": st.column_config.TextColumn("citation", width="small"),
     }
     for k in keys:
         label = SCORE_LABELS.get(k, k)
@@ -80,12 +104,14 @@ def picked_row(key: str, n_rows: int) -> int | None:
     return rows[0] if rows and 0 <= rows[0] < n_rows else None
 
 
-def render_facts(facts: Sequence[VerbalizedFact], *, key: str, height: int | Literal["auto"] = "auto") -> int | None:
+def render_facts(
+    facts: Sequence[VerbalizedFact], *, key: str, height: int | Literal["auto"] = "auto", channels: bool = False
+) -> int | None:
     """The fact table with single-row selection; returns the picked row index (or None)."""
     if not facts:
         st.info("No facts found for this query.")
         return None
-    frame = facts_frame(facts)
+    frame = facts_frame(facts, channels=channels)
     event = st.dataframe(
         frame,
         hide_index=True,

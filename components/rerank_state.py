@@ -16,6 +16,7 @@ from retrieval.evaluate import EvalReport, evaluate, rerank_runs
 from retrieval.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
 from retrieval.labels import Label, LabelStore
 from retrieval.rerank import GraphReranker, MMRReranker, Reranker, build_rerankers
+from retrieval.retriever import kg_fact_vectors
 from retrieval.runtime import KG
 
 RERANKER_ORDER = ("none", "graph", "mmr", "cross_encoder", "llm")
@@ -72,7 +73,7 @@ def evaluate_labelled(
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _base_rerankers(_cfg: Settings, _kg: KG, graph: str, version: str) -> dict[str, Reranker]:
-    found = build_rerankers(_cfg, _kg.embedder, _kg)
+    found = build_rerankers(_cfg, _kg.embedder, _kg, kg_fact_vectors(_kg))
     found.pop("cross_encoder", None)  # the app-wide probe (loaded in the background) is used instead
     if "llm" in found:
         found["llm"] = Memo(found["llm"])

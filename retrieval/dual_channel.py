@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from retrieval.decompose import entity_mentions, hops_for
 from retrieval.models import Entity, Relation, SearchResult, StageTiming, Subgraph, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import ENTITIES
-from retrieval.tools import ToolParams, vector_search
+from retrieval.tools import ToolParams, embed_query, vector_search
 from retrieval.verbalize import with_sources
 
 MAX_RELATIONS_PER_ENTITY = 5
@@ -26,9 +28,10 @@ def entity_context(entity: Entity, edges: list[Relation], names: dict[str, str])
     return "\n".join(lines)
 
 
-def graph_context(kg: KG, query: str, cap: int) -> tuple[list[VerbalizedFact], Subgraph, int]:
+def graph_context(kg: KG, query: str, cap: int, qvec: np.ndarray | None = None
+                  ) -> tuple[list[VerbalizedFact], Subgraph, int]:
     """Entity-centred graph chunks: name/embedding mentions, depth 2 for relationship queries else 1."""
-    neighbours = kg.vectors.search(ENTITIES, kg.embedder.embed([query]), 10)[0]
+    neighbours = kg.vectors.search(ENTITIES, embed_query(kg, query) if qvec is None else qvec, 10)[0]
     mentions = entity_mentions(kg.index, query, neighbours)
     if not mentions:
         return [], Subgraph(), 1
@@ -68,14 +71,17 @@ def dual_channel_search(kg: KG, query: str, limit: int = 10) -> SearchResult:
     never breaks the document channel: it becomes a warning.
     """
     p = ToolParams.model_validate({"query": query, "limit": limit})
-    docs = vector_search(kg, p.query, p.limit)
-    timings = list(docs.timings)
+    start = time.perf_counter()
+    qvec = embed_query(kg, p.query)  # once for both channels
+    timings = [StageTiming(stage="embed", ms=(time.perf_counter() - start) * 1000)]
+    docs = vector_search(kg, p.query, p.limit, qvec=qvec)
+    timings += docs.timings
     warnings: list[str] = []
     graph_facts: list[VerbalizedFact] = []
     sub, hops = Subgraph(), 1
     start = time.perf_counter()
     try:
-        graph_facts, sub, hops = graph_context(kg, p.query, cap=2 * max(1, len(docs.facts)))
+        graph_facts, sub, hops = graph_context(kg, p.query, cap=2 * max(1, len(docs.facts)), qvec=qvec)
         graph_facts = with_sources(graph_facts, kg.vectors)
     except Exception as exc:  # the seed requires document retrieval to survive any graph failure
         warnings.append(f"graph channel failed: {type(exc).__name__}: {exc}; document results only")

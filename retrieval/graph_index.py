@@ -100,7 +100,7 @@ STOP_WORDS = frozenset(
 def normalise_name(text: str) -> str:
     """Lower-case, accents folded, any non-alphanumeric run to one space (HippoRAG's phrase normalisation,
     Unicode-aware: "Aschenbrödel" and "Aschenbrodel" match)."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text).lower() if not unicodedata.combining(c))
     return " ".join(_NON_WORD.sub(" ", folded).split())
 
 
@@ -129,11 +129,15 @@ class NameMatcher:
         for end, (name, nodes) in self.automaton.iter(padded):
             start = end - len(name) - 1  # the pattern is " name ", so boundaries are spaces
             found.extend(Mention(idx, name, start, end - 1) for idx in nodes)
-        spans = {(m.start, m.end) for m in found}
-        return sorted(
-            (m for m in found if not any(s <= m.start and m.end <= e and (s, e) != (m.start, m.end) for s, e in spans)),
-            key=lambda m: (m.start, m.idx),
-        )
+        # A span lies inside another iff an earlier one, in (start, longest first) order, reaches its end:
+        # one sort instead of comparing every pair (names nested like "a", "a a", ... made that quadratic).
+        inner: set[tuple[int, int]] = set()
+        reach = -1
+        for start, end in sorted({(m.start, m.end) for m in found}, key=lambda span: (span[0], -span[1])):
+            if end <= reach:
+                inner.add((start, end))
+            reach = max(reach, end)
+        return sorted((m for m in found if (m.start, m.end) not in inner), key=lambda m: (m.start, m.idx))
 
 
 def _build_matcher(arrays: EdgeArrays) -> NameMatcher:

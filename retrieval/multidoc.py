@@ -10,7 +10,7 @@ from pydantic import Field
 from retrieval.models import SearchResult, StageTiming, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, RELATIONS
-from retrieval.tools import ToolParams, chunk_fact
+from retrieval.tools import ToolParams, chunk_fact, embed_query
 
 
 class MultiDocParams(ToolParams):
@@ -28,9 +28,11 @@ def multidoc_search(
         {"query": query, "num_docs": num_docs, "max_sections": max_sections, "min_relevance": min_relevance}
     )
     start = time.perf_counter()
-    vec = kg.embedder.embed([p.query])
+    vec = embed_query(kg, p.query)
     pool = min(500, max(100, 20 * p.num_docs * p.max_sections))
-    chunk_hits, rel_hits = kg.vectors.search(CHUNKS, vec, pool)[0], kg.vectors.search(RELATIONS, vec, pool)[0]
+    chunk_hits = kg.vectors.search(CHUNKS, vec, pool)[0]
+    # only relations above the threshold can be shown: fetch just those from the graph store
+    rel_hits = [h for h in kg.vectors.search(RELATIONS, vec, pool)[0] if h.score >= p.min_relevance]
     by_book: dict[str, list[VerbalizedFact]] = defaultdict(list)
     for hit in chunk_hits:
         if hit.score < p.min_relevance:
@@ -57,7 +59,7 @@ def multidoc_search(
                               for s in f.sources),
             )
             for h in rel_hits
-            if h.id in relations and ids & set(relations[h.id].source_chunks) and h.score >= p.min_relevance
+            if h.id in relations and ids & set(relations[h.id].source_chunks)
         ][: p.max_sections]
         facts.extend(chunk_facts + rel_facts)
         groups[book] = tuple(f.id for f in chunk_facts + rel_facts)

@@ -9,6 +9,13 @@ Modes (every query batched: one encode call, one vector search per collection, o
   graph  HippoRAG 2 (arXiv:2502.14802): PPR on the memory graph (entities + passage nodes) with dense
          passage similarity in the personalisation; passages ranked by their own PPR mass.
          The same seeds and graph as the search's local stage (retrieval.local_search).
+Search modes (one `retrieval.modes.run_mode` call per question, asked for `limit` results, default max k):
+  vector hybrid kg comprehensive dual multidoc   the mode of the same name;
+  graph_tool     run_mode's `graph` tool (named apart from the `graph` ranker above; it is the KG retriever
+                 with its default parameters, so it ranks exactly as `kg` does).
+  A search mode's ranking is the chunk ids its result's items cite, in result order, each kept at its first
+  citation. It is not padded: when a mode cites fewer than k passages, Recall@k counts every gold passage it
+  did not cite as missed (`ModeScore.ranked` reports the mean list length).
 Recall follows shared/data/hipporag_musique_train/SOURCE.md: per query the fraction of its distinct gold
 passages in the top k, averaged over queries; AR@k = the fraction of queries with every gold passage in it.
 """
@@ -26,13 +33,18 @@ from retrieval import bm25
 from retrieval.decompose import entity_mentions
 from retrieval.errors import IngestError, ValidationError
 from retrieval.local_search import FACT_POOL, PASSAGE_POOL, choose_seeds, memory_graph, personalisation
-from retrieval.models import GraphData, SearchParams
+from retrieval.models import GraphData, SearchParams, SearchResult
 from retrieval.ppr import Transition, ppr
-from retrieval.retriever import embedding_cache
+from retrieval.retriever import embedding_cache, mention_cosines
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS
 
-MODES = ("bm25", "dense", "ppr", "fused", "graph")
+MODES = ("bm25", "dense", "ppr", "fused", "graph")  # passage rankers: every passage of the corpus ranked
+# eval name -> retrieval.modes name (see the module docstring)
+SEARCH_MODES = {"vector": "vector", "hybrid": "hybrid", "kg": "kg", "graph_tool": "graph",
+                "comprehensive": "comprehensive", "dual": "dual", "multidoc": "multidoc"}
+EVAL_MODES = (*MODES, *SEARCH_MODES)
+MAX_SEARCH_LIMIT = 50  # the search tools' own bound on `limit`
 RRF_K = 60
 
 
@@ -49,6 +61,7 @@ class ModeScore:
     recall: dict[int, float]  # k -> mean Recall@k in [0, 1]
     all_recall: dict[int, float]  # k -> AR@k in [0, 1]
     seconds: float
+    ranked: float  # mean number of passages ranked per query (search modes: distinct passages cited)
 
 
 def passage_key(title: str, text: str) -> str:
@@ -137,14 +150,13 @@ def rank_passages(kg: KG, questions: Sequence[str], modes: Sequence[str] = MODES
     ent_hits = kg.vectors.search(ENTITIES, qvecs, max(params.max_seed_nodes, 10))
     fact_hits = kg.vectors.search(RELATIONS, qvecs, FACT_POOL)
     mentions = [entity_mentions(index, q, hits) for q, hits in zip(questions, ent_hits, strict=True)]
-    names = list(dict.fromkeys(m.name for ms in mentions for m in ms))
-    name_vecs = dict(zip(names, np.asarray(embed.embed(names)), strict=True)) if names else {}
     resets = []
     seeds_per_query = []
     for i, ms in enumerate(mentions):
         seeds = choose_seeds(
             index, mem,
-            mentions=[(m.idx, float(name_vecs[m.name] @ qvecs[i])) for m in ms],
+            mentions=[(m.idx, float(c)) for m, c in zip(ms, mention_cosines(kg, qvecs[i], [m.id for m in ms]),
+                                                          strict=True)],
             fact_hits=fact_hits[i],
             chunk_hits=dense[i][:PASSAGE_POOL] if dense else (),
             entity_hits=ent_hits[i],
@@ -176,16 +188,42 @@ def _columns(vectors: Sequence[np.ndarray], fallback: int | None = None) -> np.n
     return mat
 
 
+def cited_passages(result: SearchResult) -> list[str]:
+    """The chunk ids a search result's items cite, in result order, each at its first citation."""
+    return list(dict.fromkeys(c for f in result.facts for c in f.chunk_ids))
+
+
+def rank_by_search(kg: KG, questions: Sequence[str], mode: str, limit: int,
+                   params: SearchParams | None = None) -> list[list[str]]:
+    """Each question's passages as search mode `mode` (an eval name, see SEARCH_MODES) cites them."""
+    from retrieval.modes import run_mode
+
+    if mode not in SEARCH_MODES:
+        raise ValidationError(f"unknown search mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")
+    kg_params = params.model_copy(update={"max_results": limit}) if params else None
+    return [cited_passages(run_mode(kg, SEARCH_MODES[mode], q, limit=limit, params=kg_params)) for q in questions]
+
+
 def evaluate(kg: KG, queries: Sequence[BenchmarkQuery], modes: Sequence[str] = MODES,
-             ks: Sequence[int] = (2, 5, 10), params: SearchParams | None = None) -> list[ModeScore]:
-    """Recall@k and AR@k of every mode on `queries` (the rankings of all modes come from one pass)."""
+             ks: Sequence[int] = (2, 5, 10), params: SearchParams | None = None,
+             limit: int | None = None) -> list[ModeScore]:
+    """Recall@k and AR@k of every mode on `queries`; search modes are asked for `limit` (default max k) results."""
     import time
 
+    unknown = [m for m in modes if m not in EVAL_MODES]
+    if unknown:
+        raise ValidationError(f"unknown mode(s) {', '.join(unknown)}; valid: {', '.join(EVAL_MODES)}")
+    limit = limit or min(max(ks), MAX_SEARCH_LIMIT)
+    questions = [q.question for q in queries]
     golds = [q.gold for q in queries]
     out = []
     for mode in modes:
         start = time.perf_counter()
-        rankings = rank_passages(kg, [q.question for q in queries], [mode], params)[mode]
+        if mode in SEARCH_MODES:
+            rankings = rank_by_search(kg, questions, mode, limit, params)
+        else:
+            rankings = rank_passages(kg, questions, [mode], params)[mode]
         recall, all_recall = recall_scores(rankings, golds, ks)
-        out.append(ModeScore(mode, recall, all_recall, time.perf_counter() - start))
+        ranked = float(np.mean([len(r) for r in rankings])) if rankings else 0.0
+        out.append(ModeScore(mode, recall, all_recall, time.perf_counter() - start, ranked))
     return out

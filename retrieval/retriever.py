@@ -8,10 +8,11 @@ global (relation descriptions) -> verbalize -> sources -> rerank. Every stage's 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from retrieval.ppr import ppr
 from retrieval.rerank.base import EmbeddingCache
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS, VectorHit
-from retrieval.verbalize import global_fact, path_fact, with_sources
+from retrieval.verbalize import fact_vectors, global_fact, path_fact, with_sources
 
 MAX_QUERY_CHARS = 2000
 
@@ -55,6 +56,16 @@ MAX_QUERY_CHARS = 2000
 def embedding_cache(kg: KG) -> EmbeddingCache:
     """The text -> vector LRU of this graph version (queries, names and fact texts are embedded once)."""
     return kg.index.cached("embedding_cache", lambda: EmbeddingCache(kg.embedder))
+
+
+def kg_fact_vectors(kg: KG) -> Callable[[Sequence[VerbalizedFact]], np.ndarray]:
+    """Fact vectors of this graph from its stored relation vectors (verbalize.fact_vectors)."""
+    return partial(fact_vectors, kg.vectors, embedding_cache(kg))
+
+
+def mention_cosines(kg: KG, qvec: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+    """Cosine of the query with each named entity's stored vector (its `name: description` text)."""
+    return kg.vectors.vectors(ENTITIES, ids) @ qvec if ids else np.zeros(0, dtype=np.float32)
 
 
 def check_query(query: str) -> str:
@@ -165,7 +176,7 @@ def merge_facts(local: Sequence[VerbalizedFact], global_: Sequence[VerbalizedFac
 
 
 def _rerank(kg: KG, settings: Settings, query: str, facts: list[VerbalizedFact], params: SearchParams,
-            trace: Trace) -> list[VerbalizedFact]:
+            trace: Trace, vectors: dict[str, np.ndarray]) -> list[VerbalizedFact]:
     k = params.max_results
     if len(facts) <= k:
         return facts
@@ -181,7 +192,7 @@ def _rerank(kg: KG, settings: Settings, query: str, facts: list[VerbalizedFact],
         if kind == "llm":
             out = LLMDiversityReranker(settings).rerank(query, facts, k)
         else:
-            reranker = kg.index.cached("mmr_reranker", lambda: MMRReranker(embedding_cache(kg)))
+            reranker = MMRReranker(embedding_cache(kg), fact_vectors=lambda fs: np.stack([vectors[f.id] for f in fs]))
             out = reranker.rerank(query, facts, k)
     except (RetrievalError, ValueError) as exc:
         trace.warnings.append(f"{kind} rerank failed ({exc}): first {k} facts kept")
@@ -220,14 +231,12 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
 
     with trace.stage("seeds"):
         extra_queries = list(decomposition.global_queries[1:])
-        texts = [*extra_queries, *(m.name for m in mentions)]
-        vecs = np.asarray(cache.embed(texts), dtype=np.float32) if texts else np.zeros((0, len(qvec)))
-        global_vecs = np.vstack([qvec[None, :], vecs[: len(extra_queries)]])
-        name_cos = vecs[len(extra_queries):] @ qvec if mentions else np.zeros(0)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            rel_future = pool.submit(kg.vectors.search, RELATIONS, global_vecs, max(FACT_POOL, params.top_k_per_query))
-            chunk_future = pool.submit(kg.vectors.search, CHUNKS, qvec[None, :], PASSAGE_POOL)
-            rel_hits, chunk_hits = rel_future.result(), chunk_future.result()[0]
+        vecs = np.asarray(cache.embed(extra_queries), dtype=np.float32) if extra_queries else qvec[None, :0]
+        global_vecs = np.vstack([qvec[None, :], vecs.reshape(-1, len(qvec))])
+        name_cos = mention_cosines(kg, qvec, [m.id for m in mentions])
+        # one Milvus client serialises calls, so these run one after the other
+        rel_hits = kg.vectors.search(RELATIONS, global_vecs, max(FACT_POOL, params.top_k_per_query))
+        chunk_hits = kg.vectors.search(CHUNKS, qvec[None, :], PASSAGE_POOL)[0]
         mem = memory_graph(index, _bm25_or_none(kg, trace))
         seeds = choose_seeds(
             index, mem,
@@ -246,8 +255,10 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         paths = sorted(local.paths, key=lambda p: -p.ppr_score)
         local_facts = [path_fact(p) for p in paths]
         global_facts = [global_fact(g) for g in globals_]
-        # one batch for every fact text; the MMR reranker then finds them in the same cache
-        sims = cache.embed([f.text for f in local_facts + global_facts]) @ qvec
+        # query vs path text, the path read as its edges' stored description vectors: nothing re-embedded
+        vecs = kg_fact_vectors(kg)(local_facts + global_facts)
+        fact_vecs = {f.id: v for f, v in zip(local_facts + global_facts, vecs, strict=True)}
+        sims = vecs[: len(local_facts)] @ qvec
         paths = [p.model_copy(update={"path_semantic_score": float(s)}) for p, s in zip(paths, sims, strict=False)]
         local_facts = [
             f.model_copy(update={"scores": {**f.scores, "path_semantic": float(s)}})
@@ -257,7 +268,7 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
     with trace.stage("sources"):
         facts = with_sources(facts, kg.vectors)
     with trace.stage("rerank"):
-        facts = _rerank(kg, settings, query, facts, params, trace)
+        facts = _rerank(kg, settings, query, facts, params, trace, fact_vecs)
 
     entities = dict(local.entities)
     relations: dict[str, Relation] = {}

@@ -77,16 +77,21 @@ def _timed(timings: list[StageTiming], stage: str, fn: Callable[[], Any]) -> Any
         timings.append(StageTiming(stage=stage, ms=(time.perf_counter() - start) * 1000))
 
 
-def _vector_hits(kg: KG, query: str, limit: int) -> list[VectorHit]:
-    vec = kg.embedder.embed([query])
+def embed_query(kg: KG, query: str) -> np.ndarray:
+    """The query's vector as a (1, dim) float32 array, for the vector searches of one request."""
+    return np.asarray(kg.embedder.embed([query]), dtype=np.float32)
+
+
+def _vector_hits(kg: KG, query: str, limit: int, qvec: np.ndarray | None = None) -> list[VectorHit]:
+    vec = embed_query(kg, query) if qvec is None else qvec
     return kg.vectors.search(CHUNKS, vec, limit)[0]
 
 
-def vector_search(kg: KG, query: str, limit: int = 10) -> SearchResult:
-    """Chunk similarity over DocumentChunks (cosine on the packaged MiniLM)."""
+def vector_search(kg: KG, query: str, limit: int = 10, *, qvec: np.ndarray | None = None) -> SearchResult:
+    """Chunk similarity over DocumentChunks (cosine on the packaged MiniLM); `qvec`: the query already embedded."""
     p = ToolParams.model_validate({"query": query, "limit": limit})
     timings: list[StageTiming] = []
-    hits = _timed(timings, "vector", lambda: _vector_hits(kg, p.query, p.limit))
+    hits = _timed(timings, "vector", lambda: _vector_hits(kg, p.query, p.limit, qvec))
     facts = tuple(chunk_fact(h.id, h.payload, {"vector": h.score, "similarity": h.score}) for h in hits)
     return SearchResult(
         query=p.query, mode="vector", facts=facts, timings=tuple(timings),

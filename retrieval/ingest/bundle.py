@@ -16,6 +16,10 @@ from retrieval.models import Chunk, Entity, GraphData, Relation
 
 MAX_ID_LEN = 512  # bytes of UTF-8 (Milvus primary-key limit); normalised HippoRAG ids are ASCII
 MAX_TEXT_BYTES = 65_535  # bytes of UTF-8 in one stored string (Milvus VARCHAR limit)
+# A JSON bomb is refused before it costs memory or time: a line is read at most this far, and nested
+# values (properties) at most this deep (orjson, used by the FalkorDB store, stops at 255 levels).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_NESTING = 64
 
 
 def relation_id(source_id: str, relation_type: str, target_id: str) -> str:
@@ -148,16 +152,19 @@ def _kind(value: Any) -> str:
     )
 
 
-def _check_nested(value: Any, at: _Line, field: str) -> None:
+def _check_nested(value: Any, at: _Line, field: str, depth: int = 1) -> None:
+    if depth > MAX_NESTING:
+        raise at.fail(field, f"nested more than {MAX_NESTING} levels deep")
     if isinstance(value, str):
         check_text(value, at.file, at.line, field)
     elif isinstance(value, dict):
         for k, v in value.items():
             check_text(k, at.file, at.line, f"{field}.{k}")
-            _check_nested(v, at, f"{field}.{k}")
+            _check_nested(v, at, f"{field}.{k}", depth + 1)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_nested(v, at, f"{field}[{i}]")
+            if not isinstance(v, int):  # ints (and booleans) need no check: skip the call for long int arrays
+                _check_nested(v, at, f"{field}[{i}]", depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
         raise at.fail(field, "must be a finite number")
 
@@ -170,7 +177,10 @@ def _lines(path: Path, *, required: bool) -> Iterator[_Line]:
             raise IngestError(file, 0, "file", "required file is missing")
         return
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        # readline with a limit: an over-long line is refused after MAX_LINE_BYTES, never read whole
+        for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise IngestError(file, number, "line", f"longer than {MAX_LINE_BYTES} bytes")
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -183,6 +193,8 @@ def _lines(path: Path, *, required: bool) -> Iterator[_Line]:
                 obj = json.loads(text, parse_constant=_reject_constant)
             except ValueError as exc:
                 raise IngestError(file, number, "json", str(exc)) from exc
+            except RecursionError as exc:
+                raise IngestError(file, number, "json", f"nested too deeply (at most {MAX_NESTING} levels)") from exc
             if not isinstance(obj, dict):
                 raise IngestError(file, number, "line", f"expected a JSON object, got {_kind(obj)}")
             yield _Line(file, number, obj)

@@ -55,6 +55,8 @@ def _load_json(path: Path) -> Any:
         raise IngestError(str(path), 0, "encoding", f"not valid UTF-8 at byte {exc.start}") from exc
     except json.JSONDecodeError as exc:
         raise IngestError(str(path), exc.lineno, "json", exc.msg) from exc
+    except RecursionError as exc:  # a JSON bomb of nested brackets
+        raise IngestError(str(path), 0, "json", "nested too deeply") from exc
 
 
 def _str_field(record: Any, key: str, file: str, at: str) -> str:

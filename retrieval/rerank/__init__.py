@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.models import VerbalizedFact
 from retrieval.rerank.base import (
     EmbeddingCache,
     NoRerank,
@@ -39,12 +44,16 @@ __all__ = [
 
 
 def build_rerankers(
-    settings: Settings, embedder: Embedder, graph: GraphSource | None = None
+    settings: Settings,
+    embedder: Embedder,
+    graph: GraphSource | None = None,
+    fact_vectors: Callable[[Sequence[VerbalizedFact]], np.ndarray] | None = None,
 ) -> dict[str, Reranker]:
     """Every reranker this configuration can run, by name: none, mmr, graph (with a graph),
-    cross_encoder (lazy; may turn out a passthrough), llm (only with GEMINI_API_KEY)."""
+    cross_encoder (lazy; may turn out a passthrough), llm (only with GEMINI_API_KEY).
+    `fact_vectors` (retriever.kg_fact_vectors) lets MMR use the stored vectors, as search does."""
     vectors = cached(embedder)
-    out: dict[str, Reranker] = {"none": NoRerank(), "mmr": MMRReranker(vectors)}
+    out: dict[str, Reranker] = {"none": NoRerank(), "mmr": MMRReranker(vectors, fact_vectors=fact_vectors)}
     if graph is not None:
         out["graph"] = GraphReranker(graph, vectors)
     out["cross_encoder"] = CrossEncoderReranker.from_settings(settings)

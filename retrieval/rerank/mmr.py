@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,21 +41,30 @@ class MMRReranker:
     """Offline diversity reranker: MMR over fact embeddings; adds `mmr_rank` (1-based) and `mmr_score`.
 
     Relevance is the cosine between query and fact embeddings, or, with `relevance_key`, the
-    candidates' own score under that key min-max scaled to [0, 1] (missing = 0).
+    candidates' own score under that key min-max scaled to [0, 1] (missing = 0). `fact_vectors` gives
+    the facts' vectors (e.g. verbalize.fact_vectors from the stored relation vectors); by default each
+    fact's text is embedded.
     """
 
     name = "mmr"
 
-    def __init__(self, embedder: Embedder, lambda_: float = 0.7, relevance_key: str | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        lambda_: float = 0.7,
+        relevance_key: str | None = None,
+        fact_vectors: Callable[[Sequence[VerbalizedFact]], np.ndarray] | None = None,
+    ) -> None:
         if not 0.0 <= lambda_ <= 1.0:
             raise ValueError(f"MMR lambda must be in [0, 1], got {lambda_}")
         self.vectors = cached(embedder)
         self.lambda_ = lambda_
         self.relevance_key = relevance_key
+        self.fact_vectors = fact_vectors
 
     def with_lambda(self, lambda_: float) -> MMRReranker:
         """The same reranker (sharing its embedding cache) with another λ."""
-        return MMRReranker(self.vectors, lambda_, self.relevance_key)
+        return MMRReranker(self.vectors, lambda_, self.relevance_key, self.fact_vectors)
 
     def _relevance(self, query: str, candidates: Sequence[VerbalizedFact], vecs: np.ndarray) -> np.ndarray:
         if self.relevance_key is None:
@@ -73,7 +82,10 @@ class MMRReranker:
         check_top_k(top_k)
         if not candidates:
             return RerankOutput([], [])
-        vecs = self.vectors.embed([c.text for c in candidates])
+        if self.fact_vectors is None:
+            vecs = self.vectors.embed([c.text for c in candidates])
+        else:
+            vecs = np.asarray(self.fact_vectors(candidates), dtype=np.float32)
         picked, scores = mmr_order(self._relevance(query, candidates, vecs), vecs, self.lambda_, top_k)
         out = [
             with_scores(candidates[i], {"mmr_rank": rank, "mmr_score": score})

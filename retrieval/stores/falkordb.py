@@ -337,8 +337,9 @@ class _Columns:
 class FalkorGraphStore:
     """One graph (named by the version key) on a FalkorDB server. State is a connection pool, hence a class."""
 
-    def __init__(self, pool: redis.ConnectionPool, graph_name: str, where: str) -> None:
+    def __init__(self, pool: redis.ConnectionPool, graph_name: str, where: str, *, committed: bool = False) -> None:
         self._pool = pool
+        self._committed = committed  # a committed version's graph must exist; a missing one was lost
         self._client = redis.Redis(connection_pool=pool)
         self._graph = Graph(self._client, graph_name)
         self._name = graph_name
@@ -350,7 +351,8 @@ class FalkorGraphStore:
     @classmethod
     def open(cls, settings: Settings, location: StoreLocation) -> FalkorGraphStore:
         """Connect to `settings.falkordb_url`; the graph is named `location.key`."""
-        store = cls(connection_pool(settings.falkordb_url), location.key, settings.falkordb_url)
+        committed = (location.dir / "manifest.json").is_file()  # catalog.MANIFEST: ingest writes it on commit
+        store = cls(connection_pool(settings.falkordb_url), location.key, settings.falkordb_url, committed=committed)
         store._call(lambda: store._client.ping())
         return store
 
@@ -374,8 +376,13 @@ class FalkorGraphStore:
                     f"FalkorDB at {self._where} did not answer within {SOCKET_TIMEOUT_S:.0f} s: {exc}"
                 ) from exc
             except redis.ResponseError as exc:
-                if "empty key" in str(exc):  # the graph was never written: behave as an empty graph
-                    return None
+                if "empty key" in str(exc):
+                    if self._committed:
+                        raise StoreError(
+                            f"FalkorDB at {self._where} has no graph {self._name!r}: the server lost it (restarted "
+                            "without persistence?); re-ingest the graph"
+                        ) from exc
+                    return None  # a graph being built, never written yet: an empty graph
                 raise StoreError(f"FalkorDB query on graph {self._name!r} failed: {exc}") from exc
             except UnicodeEncodeError as exc:
                 raise ValidationError(f"FalkorDB cannot store text that is not valid Unicode: {exc}") from exc
@@ -659,8 +666,9 @@ class FalkorGraphStore:
         """entities, relations, chunks, books (distinct chunk books), chapters (distinct book+chapter pairs)."""
         entities, relations, chunks = self._totals()
         rows = self._query(
-            "MATCH (c:Chunk) "
-            "RETURN count(DISTINCT c.original_document), count(DISTINCT [c.original_document, c.chapter])"
+            "MATCH (c:Chunk) RETURN "  # empty book/chapter names are not books/chapters (as data_counts)
+            "count(DISTINCT CASE WHEN c.original_document <> '' THEN c.original_document END), "
+            "count(DISTINCT CASE WHEN c.chapter <> '' THEN [c.original_document, c.chapter] END)"
         )
         books, chapters = rows[0] if rows else (0, 0)
         return {

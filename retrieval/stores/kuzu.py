@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -50,6 +53,38 @@ _SCHEMA = (
     "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, id STRING, relation_type STRING, weight DOUBLE)",
 )
 _TABLES = ("Chunk", "Entity", "Relation", "RELATES")
+
+# Kuzu 0.11.3 cannot recover a database whose write failed on a full disk: closing it then aborts the process
+# ("Invalid transaction type to rollback") or spins forever in rollbackCheckpoint (both seen here on a full
+# tmpfs). So bulk COPYs run in a child process, which checkpoints before it closes and, on any error, exits
+# without closing; the parent reports the error and never reopens that database. The child also exits when
+# its parent dies (a killed ingest), so it never writes into a build directory that is being cleaned up.
+_COPY_CHILD = r"""
+import json, os, sys, threading, time
+import kuzu
+
+job = json.load(sys.stdin)
+parent = os.getppid()
+
+def watch_parent():
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(3)
+
+threading.Thread(target=watch_parent, daemon=True).start()
+try:
+    db = kuzu.Database(job["path"])
+    conn = kuzu.Connection(db)
+    for statement in job["statements"]:
+        conn.execute(statement)
+    conn.execute("CHECKPOINT")
+    conn.close()
+    db.close()
+except BaseException as exc:
+    sys.stderr.write(" ".join(str(exc).split()) + "\n")  # one line: the parent reports the last one
+    sys.stderr.flush()
+    os._exit(1)
+"""
 
 _CHUNK_COLS = ("id", "text", "source", "original_document", "chapter", "author", "position")
 _ENTITY_COLS = (
@@ -130,7 +165,11 @@ _COUNTS = {
     "relations": "MATCH (r:Relation) RETURN count(r)",
     "chunks": "MATCH (c:Chunk) RETURN count(c)",
 }
-_BOOKS = "MATCH (c:Chunk) RETURN count(DISTINCT c.original_document), count(DISTINCT [c.original_document, c.chapter])"
+# empty book/chapter names are not books/chapters (as ingest's data_counts)
+_BOOKS = (
+    "MATCH (c:Chunk) RETURN count(DISTINCT CASE WHEN c.original_document <> '' THEN c.original_document END), "
+    "count(DISTINCT CASE WHEN c.chapter <> '' THEN [c.original_document, c.chapter] END)"
+)
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
 
 
@@ -292,9 +331,12 @@ class KuzuGraphStore:
             sizes = self._sizes()
             try:
                 with tempfile.TemporaryDirectory(prefix="kuzu-copy-") as tmp:
-                    self._write("Chunk", _chunk_columns(chunks), sizes["chunks"], Path(tmp))
-                    self._write("Entity", _entity_columns(entities), sizes["entities"], Path(tmp))
-                    self._write_relations(_relation_columns(relations), sizes["relations"], Path(tmp))
+                    copies: list[str] = []  # COPY statements for empty tables, run together in a child
+                    self._write("Chunk", _chunk_columns(chunks), sizes["chunks"], Path(tmp), copies)
+                    self._write("Entity", _entity_columns(entities), sizes["entities"], Path(tmp), copies)
+                    self._write_relations(_relation_columns(relations), sizes["relations"], Path(tmp), copies)
+                    if copies:
+                        self._bulk_copy(copies)
             finally:
                 self._sizes_cache = None
 
@@ -310,23 +352,23 @@ class KuzuGraphStore:
             if missing:
                 raise StoreError(f"relations refer to entities that are not stored: {', '.join(missing[:5])}")
 
-    def _write(self, label: str, columns: Columns, stored: int, tmp: Path) -> None:
+    def _write(self, label: str, columns: Columns, stored: int, tmp: Path, copies: list[str]) -> None:
         if not columns["id"]:
             return
         cols = {"Chunk": _CHUNK_COLS, "Entity": _ENTITY_COLS, "Relation": _RELATION_COLS}[label]
         if stored == 0:
-            self._copy(label, _arrow_table(columns, cols), tmp)
+            copies.append(self._copy(label, _arrow_table(columns, cols), tmp))
             return
         merge = {"Chunk": _MERGE_CHUNKS, "Entity": _MERGE_ENTITIES, "Relation": _MERGE_RELATIONS}[label]
         self._transaction([(merge, {"rows": list(batch)}) for batch in _batches(_row_dicts(columns, cols))])
 
-    def _write_relations(self, columns: Columns, stored: int, tmp: Path) -> None:
+    def _write_relations(self, columns: Columns, stored: int, tmp: Path, copies: list[str]) -> None:
         if not columns["id"]:
             return
         if stored == 0:
-            self._write("Relation", columns, stored, tmp)
+            self._write("Relation", columns, stored, tmp, copies)
             edges = {**columns, "from": columns["source_id"], "to": columns["target_id"]}
-            self._copy("RELATES", _arrow_table(edges, _EDGE_COLS), tmp)
+            copies.append(self._copy("RELATES", _arrow_table(edges, _EDGE_COLS), tmp))
             return
         # An edge whose endpoints, type or weight changed is replaced; an unchanged one is left alone.
         edge_cols = ("id", "source_id", "target_id", "relation_type", "weight")
@@ -339,13 +381,28 @@ class KuzuGraphStore:
         statements += [(_CREATE_EDGES, {"rows": list(b)}) for b in _batches(changed)]
         self._transaction(statements)
 
-    def _copy(self, table: str, rows: pa.Table, tmp: Path) -> None:
+    def _copy(self, table: str, rows: pa.Table, tmp: Path) -> str:
+        """Write `rows` to a Parquet file in `tmp`; returns the COPY statement that loads it."""
         path = tmp / f"{table}.parquet"
         pq.write_table(rows, path)
         # COPY takes a literal path, not a parameter; it is our own temp file, and checked to be plain.
         if not _SAFE_PATH.match(str(path)):
             raise StoreError(f"temporary path {path} has characters Kuzu's COPY cannot take")
-        self._run(f"COPY {table} FROM '{path}'")  # noqa: S608 - table from _TABLES, path checked above
+        return f"COPY {table} FROM '{path}'"  # noqa: S608 - table from _TABLES, path checked above
+
+    def _bulk_copy(self, statements: Sequence[str]) -> None:
+        """Run the COPY statements in a child process (see _COPY_CHILD), then reopen the database."""
+        self._disconnect()  # Kuzu admits one writer per database file
+        job = json.dumps({"path": str(self._path), "statements": list(statements)})
+        proc = subprocess.run(
+            [sys.executable, "-c", _COPY_CHILD], input=job, capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.splitlines() if line.strip()]
+            why = lines[-1] if lines else f"the loader exited with status {proc.returncode}"
+            free = shutil.disk_usage(self._path.parent).free / 1e6  # Kuzu's own message often hides a full disk
+            raise StoreError(f"Kuzu bulk load into {self._path} failed: {why} ({free:.1f} MB free on that disk)")
+        self._connect(writable=True)
 
     def _transaction(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
         self._run("BEGIN TRANSACTION")

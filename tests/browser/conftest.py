@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,10 +66,16 @@ def app_url(app_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """The app served by `streamlit run` on 127.0.0.1:<free port>; stopped at the end of the session."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} missing: run `bash scripts/install_browser`")
+    with streamlit_app(app_data_dir, tmp_path_factory.mktemp("streamlit") / "server.log") as url:
+        yield url
+
+
+@contextmanager
+def streamlit_app(data_dir: Path, log: Path, **env_vars: str) -> Iterator[str]:
+    """`streamlit run app.py` on 127.0.0.1:<free port> over `data_dir` (no Gemini key), stopped on exit."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    env = {**os.environ, "KG_DATA_DIR": str(app_data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "KG_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **env_vars}
     env.pop("GEMINI_API_KEY", None)
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",

@@ -10,6 +10,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.errors import StoreError, ValidationError
+from retrieval.ingest.build import data_counts
 from retrieval.models import Chunk, Entity, GraphData, Relation
 from retrieval.stores.base import StoreLocation, open_graph_store
 from retrieval.stores.kuzu import KuzuGraphStore
@@ -81,6 +82,16 @@ def test_upsert_then_get_round_trips_every_field(store: KuzuGraphStore) -> None:
     assert store.get_relations([r.id for r in data.relations]) == list(data.relations)
     assert store.get_relations(["nope"]) == []
     assert store.counts() == {"entities": 5, "relations": 4, "chunks": 3, "books": 2, "chapters": 3}
+
+
+def test_counts_skip_empty_book_and_chapter_names(store: KuzuGraphStore) -> None:
+    chunks = (Chunk(id="x1", text="t", original_document="Book"), Chunk(id="x2", text="t", chapter=""),
+              Chunk(id="x3", text="t", original_document="Book", chapter="One"))
+    data = GraphData(entities=(), relations=(), chunks=chunks)
+    store.upsert(data)
+    assert store.counts() == {"entities": 0, "relations": 0, "chunks": 3, "books": 1, "chapters": 1}
+    assert {k: store.counts()[k] for k in ("books", "chapters")} == {
+        k: data_counts(data)[k] for k in ("books", "chapters")}
 
 
 def test_reupsert_is_idempotent_and_moves_changed_edges(store: KuzuGraphStore) -> None:

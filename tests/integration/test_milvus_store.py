@@ -85,6 +85,17 @@ def test_get_count_and_idempotent_insert(store: MilvusVectorStore, embedder: Emb
     assert store.count(ENTITIES) == 0
 
 
+def test_stored_vectors_by_id_in_the_order_asked(store: MilvusVectorStore, embedder: Embedder) -> None:
+    store.ensure(embedder.dim)
+    vectors = embedder.embed(ANIMALS)
+    store.insert(CHUNKS, _chunk_rows(ANIMALS), vectors)
+    got = store.vectors(CHUNKS, ["c2", "missing", "c0", "c2"])
+    assert got.shape == (4, embedder.dim)
+    np.testing.assert_allclose(got[[0, 2, 3]], vectors[[2, 0, 2]], atol=1e-6)
+    assert not got[1].any()  # an unknown id is a zero row, never another row's vector
+    assert store.vectors(ENTITIES, ["nothing"]).shape == (1, embedder.dim)
+
+
 def test_entities_payload_defaults(store: MilvusVectorStore) -> None:
     store.ensure(4)
     store.insert(ENTITIES, [{"id": "e1", "name": "Price"}], np.array([[1.0, 0, 0, 0]], dtype=np.float32))

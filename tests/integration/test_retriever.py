@@ -37,6 +37,7 @@ def test_multi_hop_question_gives_described_paths_and_book_chapter_sources(resul
     assert local and all("--[" in f.text and ": " in f.text for f in local)
     assert all({"ppr", "path_semantic"} <= f.scores.keys() for f in local)
     assert all("similarity" in f.scores for f in result.facts if f.type == "global")
+    assert {f.channel for f in result.facts} == {"graph"}  # cited as graph facts in every mode
     for fact in result.facts:
         assert fact.sources, fact.text
         assert all(s.original_document and s.chapter for s in fact.sources)
@@ -55,6 +56,34 @@ def test_result_trace_subgraph_and_rerank(result: SearchResult) -> None:
     edge_ids = {e.id for e in result.subgraph.edges}
     assert {r for f in result.facts for r in f.relation_ids} == edge_ids
     json.loads(result.model_dump_json())  # the UI and `search --json` serialise it
+
+
+def test_path_scores_come_from_stored_vectors_and_only_queries_are_embedded(demo_kg: KG) -> None:
+    import numpy as np
+
+    from retrieval.stores.base import RELATIONS
+
+    seen: list[str] = []
+    embed = demo_kg.embedder.embed
+
+    def counting(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return embed(texts)
+
+    query = "Which channel strategy raises customer lifetime value?"  # not embedded by any other test
+    demo_kg.embedder.embed = counting  # type: ignore[method-assign]
+    try:
+        got = search(demo_kg, query, SearchParams(max_results=4))
+    finally:
+        del demo_kg.embedder.embed
+    decomposition = got.decomposition
+    assert decomposition is not None and got.paths
+    assert set(seen) <= {query, *decomposition.global_queries}  # no fact, path or entity text
+    qvec = embed([query])[0]
+    for path in got.paths:
+        summed = demo_kg.vectors.vectors(RELATIONS, [e.id for e in path.edges]).sum(axis=0)
+        expected = float(summed @ qvec / np.linalg.norm(summed))
+        assert path.path_semantic_score == pytest.approx(expected, abs=1e-5)
 
 
 def test_markdown_layout(result: SearchResult) -> None:

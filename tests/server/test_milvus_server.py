@@ -104,3 +104,18 @@ def test_drop_removes_only_its_own_collections(stores: tuple[MilvusVectorStore, 
     assert not {n for n in names if n.startswith("v_b_")}
     assert {"v_a_Entities", "v_a_RelationDescriptions", "v_a_DocumentChunks"} <= names
     assert b.count(ENTITIES) == 0 and a.count(ENTITIES) == 50
+
+
+def test_token_setting_reaches_the_server_and_stays_out_of_reprs(milvus_uri: str, tmp_path: Path) -> None:
+    """KG_MILVUS_TOKEN ("user:password" or an API key) is passed to the client; this server runs without auth,
+    which accepts any token, so the check here is that a configured token connects and is never printed."""
+    settings = Settings.from_env(env={"KG_MILVUS_URI": milvus_uri, "KG_MILVUS_TOKEN": "root:Milvus"})
+    assert settings.milvus_token == "root:Milvus" and "root:Milvus" not in repr(settings)
+    assert Settings.from_env(env={}).milvus_token == ""
+    store = MilvusVectorStore.open(settings, StoreLocation(dir=tmp_path / "tok", key="v_tok"))
+    try:
+        store.ensure(DIM)
+        assert store.count(ENTITIES) == 0
+    finally:
+        store.drop()
+        store.close()

@@ -1,0 +1,87 @@
+"""Compare view: two search modes on one query — overlap of cited chunks, items unique to each, both ranked lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from components.items import render_items
+from components.search_form import MODE_LABELS
+from components.text import md_literal
+from components.trace import render_warnings, total_ms
+from retrieval.models import SearchResult
+from retrieval.modes import cited_chunks, jaccard
+
+SHARED_TAG = ":green-badge[shared]"
+UNIQUE_TAG = ":orange-badge[only here]"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Overlap of two results: on cited chunks (Jaccard), and per item."""
+
+    jaccard: float
+    shared_chunks: frozenset[str]
+    only_a_chunks: frozenset[str]
+    only_b_chunks: frozenset[str]
+    unique_a: frozenset[str]  # ids of A's items that B has neither as an item nor through a cited chunk
+    unique_b: frozenset[str]
+
+
+def _unique(result: SearchResult, other: SearchResult, other_chunks: set[str]) -> frozenset[str]:
+    ids = {f.id for f in other.facts}
+    return frozenset(f.id for f in result.facts if f.id not in ids and not other_chunks.intersection(f.chunk_ids))
+
+
+def compare(a: SearchResult, b: SearchResult) -> Comparison:
+    """An item is shared when the other side returns the same item or cites one of its chunks."""
+    ca, cb = cited_chunks(a), cited_chunks(b)
+    return Comparison(
+        jaccard=jaccard(ca, cb),
+        shared_chunks=frozenset(ca & cb),
+        only_a_chunks=frozenset(ca - cb),
+        only_b_chunks=frozenset(cb - ca),
+        unique_a=_unique(a, b, cb),
+        unique_b=_unique(b, a, ca),
+    )
+
+
+def mode_label(result: SearchResult) -> str:
+    return MODE_LABELS.get(result.mode, md_literal(result.mode))
+
+
+def side_header(result: SearchResult, unique: frozenset[str]) -> str:
+    counts = ", ".join(f"{md_literal(k)} {v}" for k, v in result.counts.items())
+    parts = [f"**{mode_label(result)}**", f"{len(result.facts)} items, {len(unique)} only here",
+             counts, f"{total_ms(result):.0f} ms"]
+    return " · ".join(p for p in parts if p)
+
+
+def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
+    """Overlap figures on top, then A and B side by side (containers `st-key-compare-a` / `-b`)."""
+    cmp = compare(a, b)
+    la, lb = mode_label(a), mode_label(b)
+    st.markdown(f"#### {la} vs {lb}")
+    figures = st.columns(4)
+    figures[0].metric(
+        "Overlap (Jaccard of cited chunks)", f"{cmp.jaccard:.3f}", border=True,
+        help="|A ∩ B| / |A ∪ B| over the chunk ids the two result lists cite (1.0 when neither cites any)",
+    )
+    figures[1].metric("Shared chunks", len(cmp.shared_chunks), border=True)
+    figures[2].metric(f"Chunks only in {la}", len(cmp.only_a_chunks), border=True)
+    figures[3].metric(f"Chunks only in {lb}", len(cmp.only_b_chunks), border=True)
+    only = st.toggle(
+        "Only the items unique to each side", key="compare-only-unique",
+        help="An item is shared when the other side returns the same item or cites one of its chunks",
+    )
+    columns = st.columns(2, gap="medium")
+    for col, side, result, unique in ((columns[0], "a", a, cmp.unique_a), (columns[1], "b", b, cmp.unique_b)):
+        with col:
+            st.markdown(side_header(result, unique))
+            render_warnings(result.warnings)
+            tags = {f.id: UNIQUE_TAG if f.id in unique else SHARED_TAG for f in result.facts}
+            items = [(i, f) for i, f in enumerate(result.facts, 1) if not only or f.id in unique]
+            render_items(items, key=f"compare-{side}", tags=tags,
+                         empty="Every item here is shared." if only and result.facts else "No results.")
+    return cmp
