@@ -137,7 +137,7 @@ def rank_passages(kg: KG, questions: Sequence[str], modes: Sequence[str] = MODES
     qvecs = np.asarray(embed.embed(list(questions)), dtype=np.float32)
     out: dict[str, list[list[str]]] = {}
     need_dense = {"dense", "fused", "graph"} & set(modes)
-    dense = kg.vectors.search(CHUNKS, qvecs, max(n_chunks, 1)) if need_dense else []
+    dense = kg.vectors.search(CHUNKS, qvecs, max(n_chunks, 1), payload=False) if need_dense else []
     dense_ids = [[h.id for h in hits] for hits in dense]
     if "dense" in modes:
         out["dense"] = dense_ids

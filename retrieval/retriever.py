@@ -236,7 +236,7 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         name_cos = mention_cosines(kg, qvec, [m.id for m in mentions])
         # one Milvus client serialises calls, so these run one after the other
         rel_hits = kg.vectors.search(RELATIONS, global_vecs, max(FACT_POOL, params.top_k_per_query))
-        chunk_hits = kg.vectors.search(CHUNKS, qvec[None, :], PASSAGE_POOL)[0]
+        chunk_hits = kg.vectors.search(CHUNKS, qvec[None, :], PASSAGE_POOL, payload=False)[0]  # ids + scores
         mem = memory_graph(index, _bm25_or_none(kg, trace))
         seeds = choose_seeds(
             index, mem,

@@ -64,6 +64,9 @@ def test_search_finds_the_nearest_neighbour(store: MilvusVectorStore, embedder: 
     assert hits[0][0].payload == {"text": ANIMALS[0], "source": "s0.md", "original_document": "Book",
                                   "chapter": "0", "author": "Ann", "position": 0}
     assert store.search(CHUNKS, queries[0], limit=1)[0][0].id == "c0"  # a single 1-d query works too
+    bare = store.search(CHUNKS, queries, limit=3, payload=False)  # ids and scores only
+    assert [[(h.id, round(h.score, 5)) for h in row] for row in bare] == [
+        [(h.id, round(h.score, 5)) for h in row] for row in hits] and all(not h.payload for r in bare for h in r)
     assert store.search(ENTITIES, queries, limit=2) == [[], [], []]  # empty collection: nothing found
 
 
