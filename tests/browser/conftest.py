@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,17 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 VIEWPORT = {"width": 1680, "height": 1050}
+
+
+def ask(page: Any, url: str, question: str) -> float:
+    """Open `url`, type `question` into the Search box and press Enter; returns the perf_counter at Enter."""
+    page.goto(url)
+    box = page.get_by_placeholder("Ask a multi-hop question", exact=False)
+    box.wait_for()
+    box.fill(question)
+    start = time.perf_counter()
+    box.press("Enter")
+    return start
 
 
 def free_port() -> int:

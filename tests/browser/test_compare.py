@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.conftest import ask
 from tests.browser.test_search_page import egress
 
 pytestmark = pytest.mark.browser
@@ -34,12 +35,7 @@ def items(page: Any, side: str) -> list[str]:
 
 def test_compare_kg_with_vector_on_a_demo_question(page: Any, app_url: str, artifacts: Path) -> None:
     question = demo_question()
-    page.goto(app_url + "/?vs=vector")
-    box = page.get_by_placeholder("Ask a multi-hop question", exact=False)
-    box.wait_for()
-    box.fill(question)
-    start = time.perf_counter()
-    box.press("Enter")
+    start = ask(page, app_url + "/?vs=vector", question)
     page.wait_for_function(
         """(sel) => ['a', 'b'].every(s => document.querySelectorAll(sel.replace('{side}', s)).length > 0)""",
         arg=ITEMS, timeout=60_000,
