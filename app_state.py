@@ -15,7 +15,7 @@ from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import NotFoundError
-from retrieval.models import Chunk, GraphStats, SearchParams, SearchResult
+from retrieval.models import Chunk, GraphStats, SearchParams, SearchResult, Subgraph
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS
 
@@ -234,3 +234,15 @@ def _type_counts(_kg: KG, name: str, version: str) -> tuple[list[tuple[str, int]
 def type_counts(kg: KG) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(entity type, count) and (relation type, count), most frequent first, from the in-memory index."""
     return _type_counts(kg, kg.name, kg.version)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _schema(_kg: KG, name: str, version: str) -> Subgraph:
+    from retrieval.graph_index import schema
+
+    return schema(_kg.index)
+
+
+def schema(kg: KG) -> Subgraph:
+    """The graph's schema (entity types joined by their relation types), from the in-memory index."""
+    return _schema(kg, kg.name, kg.version)

@@ -7,8 +7,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 import streamlit as st
+from jinja2 import Environment, FileSystemLoader
 from pyvis.network import Network
 
 from components.text import clean, esc, short
@@ -42,6 +45,7 @@ _TIPS_JS = """
               network = new vis.Network(container, data, options);
               network.once("afterDrawing", function () { document.body.setAttribute("data-kg-drawn", "1"); });
 """
+_VIS_CSS = re.compile(r"<style>\s*\.vis-overlay\{.*?</style>", re.S)  # vis-network.css, 220 kB
 _BOOTSTRAP = re.compile(r"<link[^>]*bootstrap[^>]*>|<script[^>]*bootstrap[^>]*>\s*</script>", re.S)
 _EMPTY_HEADING = re.compile(
     r"<center>\s*<h1>\s*</h1>\s*</center>|<!-- <link rel=\"stylesheet\" href=\"\.\./node_modules.*?-->", re.S
@@ -182,6 +186,21 @@ def _legend(colors: dict[str, str], marks: GraphMarks, words: Legend) -> str:
     )
 
 
+@cache
+def _template_env(template_dir: str) -> Environment:
+    """One jinja Environment for pyvis's template, so it is parsed once (it inlines 700 kB of vis-network),
+    not on every draw."""
+    return Environment(loader=FileSystemLoader(template_dir))
+
+
+@cache
+def _tooltip_css(template_dir: str) -> str:
+    """Of vis-network.css (220 kB: timeline, manipulation and navigation widgets too), the only rule this view
+    uses: the tooltip's."""
+    css = (Path(template_dir) / "lib" / "vis-9.1.2" / "vis-network.css").read_text(encoding="utf-8")
+    return "<style>" + "".join(re.findall(r"div\.vis-tooltip\{[^{}]*\}", css)) + "</style>"
+
+
 def graph_html(
     subgraph: Subgraph,
     marks: GraphMarks | None = None,
@@ -199,6 +218,7 @@ def graph_html(
     focused = bool(marks.focus_nodes or marks.focus_edges)
 
     net = Network(height=f"{height}px", width="100%", directed=True, cdn_resources="in_line", bgcolor="#ffffff")
+    net.templateEnv = _template_env(net.template_dir)  # pyvis makes an Environment per Network: no template cache
     for n in nodes:
         color = colors[clean(n.type) or "entity"]
         shape, size, border, border_color = "dot", 11, 1, color
@@ -265,6 +285,7 @@ def graph_html(
     if _CREATE not in page:
         raise RuntimeError("pyvis template changed: cannot attach the escaped tooltips")
     page = page.replace(_CREATE, _TIPS_JS, 1)
+    page = _VIS_CSS.sub(lambda _: _tooltip_css(net.template_dir), page, count=1)
     page = _BOOTSTRAP.sub("", page)
     page = _EMPTY_HEADING.sub("", page)
     page = page.replace("</head>", _STYLE + "</head>", 1)

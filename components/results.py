@@ -22,7 +22,7 @@ from components.sources import render_sources
 from components.text import clean, md_code, md_literal
 from components.trace import render_trace, render_warnings, total_ms
 from retrieval.export import suggest_keywords
-from retrieval.models import Chunk, SearchResult, VerbalizedFact
+from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
 
 
 def result_key(*parts: str) -> str:
@@ -90,14 +90,18 @@ def file_stem(query: str) -> str:
     return f"kg-context-{stem or 'query'}"
 
 
-def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tuple[str, int]]) -> None:
-    """What the graph holds, while no query is typed: entity and relation types with their counts."""
-    left, right = st.columns(2, gap="medium")
-    for col, rows, what in ((left, entity_types, "entity type"), (right, relation_types, "relation type")):
+def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tuple[str, int]],
+                    schema: Subgraph) -> None:
+    """What the graph holds, while no query is typed: its schema graph (entity types joined by relation
+    types) beside the entity and relation types with their counts."""
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        render_graph(schema, max_nodes=60, height=430)
+    for rows, what in ((entity_types, "entity type"), (relation_types, "relation type")):
         frame = pd.DataFrame([(clean(t), n) for t, n in rows], columns=[what, "count"])
         top = int(frame["count"].max()) if not frame.empty else 1
-        col.dataframe(
-            frame, hide_index=True, height=min(36 + 35 * len(frame), 330),
+        right.dataframe(
+            frame, hide_index=True, height=min(36 + 35 * len(frame), 250),
             column_config={"count": st.column_config.ProgressColumn("count", format="%d", min_value=0, max_value=top)},
         )
 

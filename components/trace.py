@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 
-from components.text import clean, md_code, md_literal, short
+from components.text import esc, md_code, md_literal, short
 from retrieval.models import Entity, SearchResult, SemanticPath, StageTiming
 
 
@@ -23,17 +21,25 @@ def render_warnings(warnings: Sequence[str]) -> None:
         st.warning(md_literal(w), icon=":material/warning:")
 
 
-def timings_chart(timings: Sequence[StageTiming]) -> alt.Chart:
-    """Horizontal bars, one per stage, in execution order."""
-    frame = pd.DataFrame({"stage": [clean(t.stage) for t in timings], "ms": [t.ms for t in timings]})
-    order = list(frame["stage"])
-    bars = alt.Chart(frame).mark_bar(cornerRadiusEnd=3, color="#3557c7").encode(
-        x=alt.X("ms:Q", title="milliseconds"),
-        y=alt.Y("stage:N", sort=order, title=None),
-        tooltip=["stage", alt.Tooltip("ms:Q", format=".1f")],
+def timings_chart(timings: Sequence[StageTiming]) -> str:
+    """Horizontal bars, one per stage, in execution order, as plain HTML (escaped labels, no script): a chart
+    library's JavaScript would be fetched and compiled on an analyst's first search."""
+    top = max((t.ms for t in timings), default=0.0) or 1.0
+    rows = "".join(
+        f'<div class="kg-bar"><span class="kg-stage">{esc(short(t.stage, 32))}</span>'
+        f'<span class="kg-track"><span style="width:{100 * t.ms / top:.1f}%"></span></span>'
+        f'<span class="kg-ms">{t.ms:.1f} ms</span></div>'
+        for t in timings
     )
-    labels = bars.mark_text(align="left", dx=3, color="#1d2433").encode(text=alt.Text("ms:Q", format=".1f"))
-    return (bars + labels).properties(height=max(80, 26 * len(frame)))
+    return f"<style>{_BAR_CSS}</style><div class='kg-bars'>{rows}</div>"
+
+
+_BAR_CSS = (
+    ".kg-bars{font-size:13px;margin:4px 0 8px}.kg-bar{display:flex;align-items:center;gap:8px;height:24px}"
+    ".kg-stage{flex:0 0 150px;text-align:right;color:#3d4656;overflow:hidden;white-space:nowrap}"
+    ".kg-track{flex:1 1 auto;height:16px}.kg-track span{display:block;height:100%;min-width:1px;"
+    "background:#3557c7;border-radius:0 3px 3px 0}.kg-ms{flex:0 0 80px;color:#1d2433}"
+)
 
 
 def path_text(path: SemanticPath) -> str:
@@ -86,5 +92,5 @@ def render_trace(result: SearchResult) -> None:
         stages = [t for t in result.timings if t.stage != "total"]
         st.markdown(f"**Timings** · {total_ms(result):.0f} ms end to end, {len(stages)} stages "
                     "(local and global run in parallel)")
-        st.altair_chart(timings_chart(result.timings), width="stretch")
+        st.html(timings_chart(stages))
     st.caption(f"graph version {md_code(result.graph_version or '?')}")

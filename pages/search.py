@@ -40,7 +40,7 @@ if not request.query:
     if handle.name == "demo":
         render_examples(app_state.demo_questions())
     st.markdown("##### What this graph holds")
-    render_overview(*app_state.type_counts(kg))
+    render_overview(*app_state.type_counts(kg), app_state.schema(kg))
     st.stop()
 
 st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on

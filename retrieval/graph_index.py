@@ -17,6 +17,7 @@ import ahocorasick
 import numpy as np
 import scipy.sparse as sp
 
+from retrieval.models import Entity, Relation, Subgraph
 from retrieval.stores.base import EdgeArrays
 
 T = TypeVar("T")
@@ -162,3 +163,32 @@ def _build_matcher(arrays: EdgeArrays) -> NameMatcher:
 def name_matcher(index: GraphIndex) -> NameMatcher:
     """The name matcher of this graph version (built on first use, then cached on the index)."""
     return index.cached("name_matcher", lambda: _build_matcher(index.arrays))
+
+
+# --- schema ---------------------------------------------------------------------------------------
+
+
+def schema(index: GraphIndex, max_edges: int = 30) -> Subgraph:
+    """The graph's schema: one node per entity type (description: its entity count) and one edge per
+    (source type, relation type, target type) with its relation count, the `max_edges` most frequent."""
+    arrays = index.arrays
+    if not len(arrays.src):
+        return Subgraph()
+    types, node_code, type_n = np.unique(np.asarray(arrays.node_types, dtype=object).astype(str),
+                                         return_inverse=True, return_counts=True)
+    rels, rel_code = np.unique(np.asarray(arrays.relation_types, dtype=object).astype(str), return_inverse=True)
+    key = (node_code[arrays.src].astype(np.int64) * len(rels) + rel_code) * len(types) + node_code[arrays.dst]
+    keys, counts = np.unique(key, return_counts=True)
+    top = np.lexsort((keys, -counts))[:max_edges]
+    node = {t: f"type:{t}" for t in types.tolist()}
+    edges = []
+    for k, n in zip(keys[top].tolist(), counts[top].tolist(), strict=True):
+        (s, r), d = divmod(k // len(types), len(rels)), k % len(types)
+        src, rel, dst = str(types[s]), str(rels[r]), str(types[d])
+        edges.append(Relation(id=f"{src}\x1f{rel}\x1f{dst}", source_id=node[src], target_id=node[dst],
+                              relation_type=rel, weight=float(n),
+                              description=f"{n:,} relation{'s' * (n != 1)}: {src} {rel} {dst}"))
+    used = {e.source_id for e in edges} | {e.target_id for e in edges}
+    nodes = tuple(Entity(id=node[t], name=t, type=t, description=f"{n:,} entit{'ies' if n != 1 else 'y'}")
+                  for t, n in zip(types.tolist(), type_n.tolist(), strict=True) if node[t] in used)
+    return Subgraph(nodes=nodes, edges=tuple(edges), total_nodes=len(types), truncated=len(keys) > max_edges)

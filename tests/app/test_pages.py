@@ -61,6 +61,8 @@ def test_search_page_without_query_explains_itself(app_env: Path) -> None:
     assert overview == [["entity type", "count"], ["relation type", "count"]]
     assert len(at.dataframe[0].value) >= 3  # the demo's entity types
     assert len(at.button) >= 3  # demo questions to click
+    schema_view = at.get("iframe")[0].proto.srcdoc  # the schema graph: entity types joined by relation types
+    assert "INFLUENCES" in schema_view and "relations: concept INFLUENCES concept" in schema_view
 
 
 def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:

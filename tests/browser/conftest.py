@@ -33,12 +33,31 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1680, "height": 1050}
 
 
+# every graph iframe on the page has drawn (vis-network's first afterDrawing) and none is stale
+ALL_GRAPHS_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFrame"]')].every(f => {
+    const b = f.contentDocument && f.contentDocument.body; return b && b.dataset.kgDrawn === '1'; })"""
+# a graph iframe drawn after `mark_graphs_stale` (a new search's graph, not the one it replaces)
+FRESH_GRAPH_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFrame"]')].some(f => {
+    const b = f.contentDocument && f.contentDocument.body;
+    return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; })"""
+
+
+def mark_graphs_stale(page: Any) -> None:
+    page.evaluate("""() => document.querySelectorAll('[data-testid="stIFrame"]').forEach(f => {
+        const b = f.contentDocument && f.contentDocument.body; if (b) b.dataset.stale = '1'; })""")
+
+
 def ask(page: Any, url: str, question: str) -> float:
-    """Open `url`, type `question` into the Search box and press Enter; returns the perf_counter at Enter."""
+    """Open `url`, let the page settle (as a person reads it before typing), type `question` into the Search
+    box and press Enter; returns the perf_counter at Enter. The page's graphs are marked stale first, so
+    `FRESH_GRAPH_DRAWN` waits for the answer's graph."""
     page.goto(url)
     box = page.get_by_placeholder("Ask a multi-hop question", exact=False)
     box.wait_for()
+    page.wait_for_function(ALL_GRAPHS_DRAWN, timeout=120_000)
+    page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)  # the script run is over
     box.fill(question)
+    mark_graphs_stale(page)
     start = time.perf_counter()
     box.press("Enter")
     return start

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT, SECOND_QUESTION
-from tests.browser.conftest import ask
+from tests.browser.conftest import FRESH_GRAPH_DRAWN, ask, mark_graphs_stale
 
 pytestmark = pytest.mark.browser
 
@@ -46,21 +46,12 @@ def click_fact_row(page: Any, row: int) -> None:
 
 
 def press_enter_and_wait_drawn(page: Any, box: Any, text: str) -> float:
-    """Seconds from Enter to a freshly drawn graph (the previous iframe document is marked stale first)."""
-    page.evaluate(
-        """() => { const f = document.querySelector('[data-testid="stIFrame"]');
-                   const b = f && f.contentDocument && f.contentDocument.body;
-                   if (b) b.dataset.stale = '1'; }"""
-    )
+    """Seconds from Enter to a freshly drawn graph (the previous iframe documents are marked stale first)."""
+    mark_graphs_stale(page)
     box.fill(text)
     start = time.perf_counter()
     box.press("Enter")
-    page.wait_for_function(
-        """() => { const f = document.querySelector('[data-testid="stIFrame"]');
-                   const b = f && f.contentDocument && f.contentDocument.body;
-                   return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; }""",
-        timeout=60_000,
-    )
+    page.wait_for_function(FRESH_GRAPH_DRAWN, timeout=60_000)
     return time.perf_counter() - start
 
 
@@ -80,7 +71,7 @@ def test_multi_hop_search_pick_a_fact_and_see_its_path_and_sources(page: Any, ap
     start = ask(page, app_url + "/", DEMO_QUESTION)
     page.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
     facts_s = time.perf_counter() - start
-    wait_graph_drawn(page)
+    page.wait_for_function(FRESH_GRAPH_DRAWN, timeout=60_000)
     drawn_s = time.perf_counter() - start
     print(
         f"\nsearch enter->drawn: {drawn_s * 1000:.0f} ms (facts table at {facts_s * 1000:.0f} ms; "
