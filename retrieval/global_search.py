@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval.graph_index import GraphIndex, get_entities
 from retrieval.models import Entity, GlobalRelation, Relation
 from retrieval.stores.base import GraphStore, VectorHit
 
@@ -22,7 +23,7 @@ def best_hits(hits_per_query: Sequence[Sequence[VectorHit]], top_k_per_query: in
     return sorted(best.values(), key=lambda h: (-h.score, h.id))
 
 
-def global_relations(graph: GraphStore, hits: Sequence[VectorHit]) -> list[GlobalRelation]:
+def global_relations(index: GraphIndex, graph: GraphStore, hits: Sequence[VectorHit]) -> list[GlobalRelation]:
     """GlobalRelation records for relation hits (ONE get_relations + ONE get_entities call).
 
     A hit whose relation is no longer in the graph store is skipped (the vector payload alone
@@ -32,7 +33,7 @@ def global_relations(graph: GraphStore, hits: Sequence[VectorHit]) -> list[Globa
         return []
     relations = {r.id: r for r in graph.get_relations([h.id for h in hits])}
     ends = list(dict.fromkeys(x for r in relations.values() for x in (r.source_id, r.target_id)))
-    entities = {e.id: e for e in graph.get_entities(ends)} if ends else {}
+    entities = {e.id: e for e in get_entities(index, graph, ends)} if ends else {}
     out = []
     for hit in hits:
         rel: Relation | None = relations.get(hit.id)

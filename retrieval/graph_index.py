@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from retrieval.models import Entity, Relation, Subgraph
-from retrieval.stores.base import EdgeArrays
+from retrieval.stores.base import EdgeArrays, GraphStore
 
 T = TypeVar("T")
 
@@ -64,6 +64,22 @@ class GraphIndex:
             hi = np.searchsorted(self.edge_keys, key, side="right")
             hits.extend(int(e) for e in self.edge_order[lo:hi])
         return hits
+
+
+def get_entities(index: GraphIndex, graph: GraphStore, ids: Sequence[str]) -> list[Entity]:
+    """`graph.get_entities(ids)`, their chunk links taken from the index (a hub's list is long to read)."""
+    out = []
+    for e in graph.get_entities(ids, chunks=False):
+        i = index.id_to_idx.get(e.id)
+        out.append(e.model_copy(update={"source_chunks": tuple(index.arrays.node_chunks[i])}) if i is not None else e)
+    return out
+
+
+def relation_nodes(index: GraphIndex, relation_id: str) -> tuple[int | None, int | None]:
+    """(source, target) node indexes of a relation (None, None if the index does not hold it)."""
+    pos = index.cached("relation_pos", lambda: {rid: e for e, rid in enumerate(index.arrays.relation_ids)})
+    e = pos.get(relation_id)
+    return (None, None) if e is None else (int(index.arrays.src[e]), int(index.arrays.dst[e]))
 
 
 def build_index(arrays: EdgeArrays) -> GraphIndex:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from retrieval.graph_index import GraphIndex
+from retrieval.graph_index import GraphIndex, get_entities, relation_nodes
 from retrieval.models import Entity, Relation, SearchParams, SemanticPath
 from retrieval.ppr import Transition, ppr
 from retrieval.stores.base import GraphStore, VectorHit
@@ -122,10 +122,7 @@ def choose_seeds(
     named = {i for i, _ in mentions}
     for idx, cos in mentions:
         add(idx, cos)
-    ends = [
-        (h, index.id_to_idx.get(h.payload.get("source_id", "")), index.id_to_idx.get(h.payload.get("target_id", "")))
-        for h in fact_hits
-    ]
+    ends = [(h, *relation_nodes(index, h.id)) for h in fact_hits]  # from the index: hits need no payload
     anchored = [e for e in ends if e[1] in named or e[2] in named]
     for hit, s, t in (anchored or ends)[:TOP_FACTS]:
         add(s, hit.score)
@@ -190,11 +187,19 @@ def hop_distances(csr: sp.csr_matrix, sources: Sequence[int], max_hops: int) -> 
     for hop in range(1, max_hops + 1):
         if not len(frontier):
             break
-        nbrs = np.unique(csr[frontier].indices)
-        nbrs = nbrs[dist[nbrs] < 0]
-        dist[nbrs] = hop
-        frontier = nbrs
+        reached = np.zeros(csr.shape[0], dtype=bool)  # a mask, not np.unique: hub rows hold 10^5 neighbours
+        reached[csr[frontier].indices] = True
+        frontier = np.flatnonzero(reached & (dist < 0))
+        dist[frontier] = hop
     return dist
+
+
+def top_by_score(nodes: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The `k` best `nodes` by score, ties by index (a partition first, so a big candidate set sorts little)."""
+    if len(nodes) > 4 * k > 0:
+        cut = -np.partition(-scores[nodes], k - 1)[k - 1]
+        nodes = nodes[scores[nodes] >= cut]
+    return nodes[np.lexsort((nodes, -scores[nodes]))][:k]
 
 
 def trace_path(csr: sp.csr_matrix, dist: np.ndarray, scores: np.ndarray, dest: int) -> list[int]:
@@ -242,7 +247,7 @@ def trace_destinations(
         nodes += [trace_path(csr, from_first, scores, b) for b in dict.fromkeys(named[1:]) if from_first[b] > 0]
     dist = hop_distances(csr, seeds, max_hops)
     reach = np.flatnonzero(dist > 0)
-    dests = reach[np.lexsort((reach, -scores[reach]))][:top_k].tolist()
+    dests = top_by_score(reach, scores, top_k).tolist()
     nodes += [trace_path(csr, dist, scores, d) for d in dests]
     edges = [[pick_edge(index, a, b) for a, b in zip(p, p[1:], strict=False)] for p in nodes]
     return TracedPaths(nodes, edges, dests)
@@ -261,7 +266,7 @@ def materialise_paths(
     """
     node_ids = list(dict.fromkeys([*extra_nodes, *(index.arrays.node_ids[i] for p in traced.nodes for i in p)]))
     rel_ids = list(dict.fromkeys(index.arrays.relation_ids[e] for es in traced.edges for e in es))
-    entities = {e.id: e for e in graph.get_entities(node_ids)} if node_ids else {}
+    entities = {e.id: e for e in get_entities(index, graph, node_ids)} if node_ids else {}
     relations = {r.id: r for r in graph.get_relations(rel_ids)} if rel_ids else {}
 
     def entity(i: int) -> Entity:

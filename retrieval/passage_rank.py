@@ -147,8 +147,8 @@ def rank_passages(kg: KG, questions: Sequence[str], modes: Sequence[str] = MODES
         return out
 
     mem = memory_graph(index, kg.bm25)
-    ent_hits = kg.vectors.search(ENTITIES, qvecs, max(params.max_seed_nodes, 10))
-    fact_hits = kg.vectors.search(RELATIONS, qvecs, FACT_POOL)
+    ent_hits = kg.vectors.search(ENTITIES, qvecs, max(params.max_seed_nodes, 10), payload=False)
+    fact_hits = kg.vectors.search(RELATIONS, qvecs, FACT_POOL, payload=False)
     mentions = [entity_mentions(index, q, hits) for q, hits in zip(questions, ent_hits, strict=True)]
     resets = []
     seeds_per_query = []

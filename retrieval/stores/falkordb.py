@@ -495,8 +495,9 @@ class FalkorGraphStore:
             totals.append(int(rows[0][0]) if rows else 0)
         return totals[0], totals[1], totals[2]
 
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """Entities for `ids`, in the order asked, skipping unknown ids."""
+    def get_entities(self, ids: Sequence[str], *, chunks: bool = True) -> list[Entity]:
+        """Entities for `ids`, in the order asked, skipping unknown ids. They always carry their chunks:
+        FalkorDB's lists arrive joined into one string either way (see _ENTITY_JOINED)."""
         ids = [i for i in unique(ids) if _indexable(i)]  # longer ids cannot have been stored
         found: dict[str, Entity] = {}
         for batch in _batches(ids):

@@ -291,3 +291,25 @@ def test_reopen_read_only_then_write(tmp_path: Path, settings: Settings) -> None
     reader.close()
     with pytest.raises(StoreError, match="closed"):
         reader.counts()
+
+
+def test_read_only_lookups_reuse_plans_and_can_skip_chunk_lists(tmp_path: Path, settings: Settings) -> None:
+    from retrieval.graph_index import build_index, get_entities
+
+    data = library()
+    writer = _open(tmp_path / "v1", settings)
+    writer.upsert(data)
+    writer.close()
+    reader = _open(tmp_path / "v1", settings)
+    try:
+        for _ in range(2):
+            assert reader.get_entities(["c", "a", "b"]) == [data.entities[2], data.entities[0], data.entities[1]]
+        assert reader.get_entities(["a", "b", "c", "d", "e"]) == list(data.entities)
+        assert len(reader._prepared) == 2  # 3 ids and 5 ids padded to 4 and 8 branches: two plans, reused
+        bare = reader.get_entities(["a", "d"], chunks=False)
+        assert [e.source_chunks for e in bare] == [(), ()]
+        assert [e.model_copy(update={"source_chunks": ()}) for e in data.entities[::3]] == bare
+        index = build_index(reader.export_edges())  # the retriever's way: chunk links from the index
+        assert get_entities(index, reader, ["d", "a"]) == [data.entities[3], data.entities[0]]
+    finally:
+        reader.close()
