@@ -1,6 +1,6 @@
 """The app on a large synthetic graph: Search opens, answers, and draws at most the node budget ("Showing N of M").
 
-Size: KG_SCALE_BROWSER (relations: `100k` by default, which keeps the suite fast; `1m` for the issue's
+Size: KG_SCALE_BROWSER (relations: `30k` by default, which keeps the suite fast; `1m` for the issue's
 100k entities / 1M relations / 100k chunks). The bundle and its built graph (hash embedder) are cached in
 pytest's cache directory (.pytest_cache/d/kg-scale), so only the first run pays the ingest; the server gets
 its own copy. Timings go to tests/artifacts/scale_browser_<size>.json with a screenshot.
@@ -30,7 +30,7 @@ from tests.browser.test_search_page import wait_graph_drawn
 
 pytestmark = pytest.mark.browser
 
-SIZE = os.environ.get("KG_SCALE_BROWSER", "100k")
+SIZE = os.environ.get("KG_SCALE_BROWSER", "30k")
 BUDGET = 10  # the smallest node budget the Search form allows
 OPEN_TIMEOUT_MS = 600_000  # generous: the test reports the real time, it must not hide a hang behind a retry
 SHOWING = re.compile(r"Showing (\d+) of (\d+) nodes")
