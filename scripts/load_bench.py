@@ -73,7 +73,7 @@ class Level:
             "mode": self.mode,
             "users": self.users,
             "requests": len(self.latencies_ms),
-            "wall_s": round(self.wall_s, 2),
+            "wall_s": round(self.wall_s, 3),
             "throughput_qps": round(len(self.latencies_ms) / self.wall_s, 3) if self.wall_s else 0.0,
             **{f"p{p}_ms": round(float(np.percentile(arr, p)), 1) if arr.size else 0.0 for p in (50, 95, 99)},
             "max_ms": round(float(arr.max()), 1) if arr.size else 0.0,
