@@ -62,6 +62,9 @@ _RELATION_JOINED = (
     "size(coalesce(r.source_chunks, [])), string.join(coalesce(r.source_chunks, []), $sep), r.valid_at, r.invalid_at"
 )
 _GET_ENTITIES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN "
+# toString() keeps the planner off the index, for the keys it cannot match (see _index_finds): a scan
+_SCAN_ENTITIES = "UNWIND $ids AS id MATCH (e:Entity) WHERE toString(e.id) = id RETURN "
+_SCAN_RELATIONS = "UNWIND $ids AS id MATCH (a)-[r:REL]->(b) WHERE toString(r.id) = id RETURN "
 # Unlabelled endpoints: with labels, FalkorDB 4.16 plans a label scan per id before using the edge index.
 _GET_RELATIONS = "UNWIND $ids AS id MATCH (a)-[r:REL {id: id}]->(b) RETURN "
 _TOUCHING = (  # relations touching the entities $ids, optionally of the types $types; `o` is the other end
@@ -138,6 +141,12 @@ def _indexable(key: str) -> bool:
     return len(key) * 4 <= INDEX_KEY_MAX_BYTES or len(key.encode("utf-8", "surrogatepass")) <= INDEX_KEY_MAX_BYTES
 
 
+def _index_finds(key: str) -> bool:
+    """Whether an index lookup can find `key`: FalkorDB 4.16's range index never matches a key holding U+0001
+    (a scan does), nor one too long to be indexed."""
+    return "\x01" not in key and _indexable(key)
+
+
 def _check_ids(data: GraphData) -> None:
     for kind, ids in (
         ("chunk", (c.id for c in data.chunks)),
@@ -201,9 +210,10 @@ def _chunk_row(c: Chunk) -> list[Any]:
 
 def _entity_row(e: Entity) -> list[Any]:
     return [
-        e.id, e.name, e.name.lower(), e.type, e.description,
+        # lookup keys are trimmed as the queries trim them (as on Kuzu), so stray whitespace still finds the name
+        e.id, e.name, e.name.strip().lower(), e.type, e.description,
         orjson.dumps(e.properties).decode() if e.properties else None,
-        list(e.aliases), [a.lower() for a in e.aliases], list(e.source_chunks),
+        list(e.aliases), [a.strip().lower() for a in e.aliases], list(e.source_chunks),
     ]
 
 
@@ -500,8 +510,11 @@ class FalkorGraphStore:
         FalkorDB's lists arrive joined into one string either way (see _ENTITY_JOINED)."""
         ids = [i for i in unique(ids) if _indexable(i)]  # longer ids cannot have been stored
         found: dict[str, Entity] = {}
-        for batch in _batches(ids):
+        for batch in _batches([i for i in ids if _index_finds(i)]):
             found.update((e.id, e) for e in self._entities(_GET_ENTITIES, {"ids": list(batch)}))
+        scan = [i for i in ids if not _index_finds(i)]
+        if scan:
+            found.update((e.id, e) for e in self._entities(_SCAN_ENTITIES, {"ids": scan}))
         return [found[i] for i in ids if i in found]
 
     def _entities(self, match: str, params: dict[str, Any]) -> list[Entity]:
@@ -522,16 +535,18 @@ class FalkorGraphStore:
         """Relations for `ids`, in the order asked, skipping unknown ids."""
         ids = [i for i in unique(ids) if _indexable(i)]  # longer ids cannot have been stored
         found: dict[str, Relation] = {}
-        for batch in _batches(ids):
+        batches = [(_GET_RELATIONS, list(b)) for b in _batches([i for i in ids if _index_finds(i)])]
+        scan = [i for i in ids if not _index_finds(i)]
+        for match, batch in [*batches, *([(_SCAN_RELATIONS, scan)] if scan else [])]:
             again: list[str] = []
-            for row in self._raw(_GET_RELATIONS + _RELATION_JOINED, {"ids": list(batch), "sep": _SEP}):
+            for row in self._raw(match + _RELATION_JOINED, {"ids": batch, "sep": _SEP}):
                 relation = _relation_joined(row)
                 if relation is None:
                     again.append(row[0])
                 else:
                     found[relation.id] = relation
             if again:
-                rows = self._query(_GET_RELATIONS + _RELATION_FIELDS, {"ids": again})
+                rows = self._query(match + _RELATION_FIELDS, {"ids": again})
                 found.update((row[0], _relation(row)) for row in rows)
         return [found[i] for i in ids if i in found]
 
@@ -543,11 +558,11 @@ class FalkorGraphStore:
         if fuzzy:
             labels, owners = self._name_table()
             return self.get_entities(fuzzy_ids(key, labels, owners, limit))
-        if _indexable(key):
+        if _index_finds(key):
             # Two indexed lookups (name, then alias) instead of an OR, which FalkorDB answers with a scan.
             found = self._entities("MATCH (e:Entity) WHERE e.name_lower = $q RETURN ", {"q": key})
             found += self._entities("MATCH (e:Entity) WHERE $q IN e.aliases_lower RETURN ", {"q": key})
-        else:  # toString()/any() keep the planner off the index, which cannot match keys this long
+        else:  # toString()/any() keep the planner off the index, which cannot match these keys
             found = self._entities(
                 "MATCH (e:Entity) WHERE toString(e.name_lower) = $q OR any(a IN e.aliases_lower WHERE a = $q) "
                 "RETURN ",

@@ -48,7 +48,7 @@ def _holds_u0001(p: Payload) -> bool:
 def test_falkordb_reads_back_every_payload_byte_identically(server_corpus: tuple[KG, GraphData]) -> None:
     kg, data = server_corpus
     assert kg.handle.manifest["graph_backend"] == "falkordb"
-    # Stored and exported unchanged, every one; looked up by id and name: all but U+0001 (see the xfail below).
+    # Stored and exported unchanged, every one; looked up by id and name (U+0001 has its own test below).
     assert check_graph_store(kg, data, [p for p in accepted() if not _holds_u0001(p)]) == []
     client = redis.Redis(connection_pool=connection_pool(kg.settings.falkordb_url))
     try:
@@ -71,8 +71,6 @@ def test_milvus_server_reads_back_every_payload_byte_identically(
 
 
 
-@pytest.mark.xfail(strict=True, reason="FalkorDB 4.16's range index never matches a key holding U+0001 (a scan "
-                   "does); retrieval/stores/falkordb.py needs a scan fallback for such ids and names")
 def test_falkordb_finds_ids_and_names_holding_u0001(server_corpus: tuple[KG, GraphData]) -> None:
     kg, data = server_corpus
     tricky = [p for p in accepted() if _holds_u0001(p)]
