@@ -542,6 +542,11 @@ def readme_tables(report: dict[str, Any]) -> str:
                 v = p["kg"]["stages"].get(st)
                 cells.append(f"{v['p50_ms']:.0f} / {v['p95_ms']:.0f}" if v else "–")
             lines.append(f"| {st} | " + " | ".join(cells) + " |")
+    again = report.get("remeasured")
+    if again:
+        lines += ["", f"Re-measured in a second run on {again['date'][:10]} (load average "
+                  f"{_la(again['load_average_at_start'])} at its start): {', '.join(again['points'])}; "
+                  f"{again['why']}."]
     if not report.get("complete", True):
         lines += ["", "Partial run: the benchmark was stopped before every size and pair was measured."]
     goals = report.get("targets") or {}
