@@ -78,13 +78,17 @@ def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: t
 
 def warm_up(kg: KG) -> None:
     """Pay the one-off costs on open, not in the analyst's first search: CSR index, BM25, name matcher,
-    collection loads and first inference, by running one relationship query between two of its entities."""
+    collection loads and first inference, by running one relationship query between two of its entities,
+    then reading its chunks and drawing its graph once (the graph template is compiled on first use)."""
+    from components.graph_view import graph_html
     from retrieval.retriever import search
 
     _ = kg.bm25
     names = kg.index.arrays.node_names
     if names:
-        search(kg, f"How does {names[0][:200]} relate to {names[-1][:200]}?", SearchParams.model_validate({}))
+        result = search(kg, f"How does {names[0][:200]} relate to {names[-1][:200]}?", SearchParams.model_validate({}))
+        kg.vectors.get(CHUNKS, [c for f in result.facts[:3] for c in f.chunk_ids])
+        graph_html(result.subgraph)
 
 
 def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
