@@ -8,7 +8,8 @@ The transition matrix is built once per graph (`Transition.of`) so a query pays 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,18 +25,15 @@ class Transition:
 
     matrix: sp.csr_matrix  # [j, i] = w(i, j) / out_weight(i)
     dangling: np.ndarray  # bool, nodes with no out-weight
-    _f32: dict[str, sp.csr_matrix] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return int(self.matrix.shape[0])
 
-    @property
+    @cached_property
     def matrix32(self) -> sp.csr_matrix:
         """`matrix` in float32 (made once): half the memory traffic of a float64 product."""
-        if "m" not in self._f32:
-            self._f32["m"] = self.matrix.astype(np.float32)
-        return self._f32["m"]
+        return self.matrix.astype(np.float32)
 
     @classmethod
     def of(cls, csr: sp.spmatrix) -> Transition:

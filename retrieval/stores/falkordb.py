@@ -147,6 +147,13 @@ def _index_finds(key: str) -> bool:
     return "\x01" not in key and _indexable(key)
 
 
+def _lookups(ids: Sequence[str], indexed: str, scan: str) -> list[tuple[str, list[str]]]:
+    """(query prefix, ids) pairs: indexed lookups in batches, then one scan for the keys the index cannot find."""
+    rest = [i for i in ids if not _index_finds(i)]
+    batches = [(indexed, list(b)) for b in _batches([i for i in ids if _index_finds(i)])]
+    return batches + [(scan, rest)] if rest else batches
+
+
 def _check_ids(data: GraphData) -> None:
     for kind, ids in (
         ("chunk", (c.id for c in data.chunks)),
@@ -510,11 +517,8 @@ class FalkorGraphStore:
         FalkorDB's lists arrive joined into one string either way (see _ENTITY_JOINED)."""
         ids = [i for i in unique(ids) if _indexable(i)]  # longer ids cannot have been stored
         found: dict[str, Entity] = {}
-        for batch in _batches([i for i in ids if _index_finds(i)]):
-            found.update((e.id, e) for e in self._entities(_GET_ENTITIES, {"ids": list(batch)}))
-        scan = [i for i in ids if not _index_finds(i)]
-        if scan:
-            found.update((e.id, e) for e in self._entities(_SCAN_ENTITIES, {"ids": scan}))
+        for match, batch in _lookups(ids, _GET_ENTITIES, _SCAN_ENTITIES):
+            found.update((e.id, e) for e in self._entities(match, {"ids": batch}))
         return [found[i] for i in ids if i in found]
 
     def _entities(self, match: str, params: dict[str, Any]) -> list[Entity]:
@@ -535,9 +539,7 @@ class FalkorGraphStore:
         """Relations for `ids`, in the order asked, skipping unknown ids."""
         ids = [i for i in unique(ids) if _indexable(i)]  # longer ids cannot have been stored
         found: dict[str, Relation] = {}
-        batches = [(_GET_RELATIONS, list(b)) for b in _batches([i for i in ids if _index_finds(i)])]
-        scan = [i for i in ids if not _index_finds(i)]
-        for match, batch in [*batches, *([(_SCAN_RELATIONS, scan)] if scan else [])]:
+        for match, batch in _lookups(ids, _GET_RELATIONS, _SCAN_RELATIONS):
             again: list[str] = []
             for row in self._raw(match + _RELATION_JOINED, {"ids": batch, "sep": _SEP}):
                 relation = _relation_joined(row)
