@@ -13,8 +13,7 @@ import streamlit as st
 
 from components.graph_roles import TRAVERSAL_ROLES, draw
 from components.graph_view import GraphMarks
-from components.results import result_key
-from components.text import clean, md_code, md_literal, short
+from components.text import clean, md_code, md_literal, result_key, short
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import ValidationError

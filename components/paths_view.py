@@ -15,9 +15,8 @@ import streamlit as st
 from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw
 from components.graph_view import GraphMarks
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
-from components.results import result_key
 from components.sources import group_sources, quote
-from components.text import clean, md_code, md_literal, short
+from components.text import clean, md_code, md_literal, result_key, short
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError

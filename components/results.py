@@ -7,8 +7,9 @@ whole width.
 
 from __future__ import annotations
 
-import hashlib
 import re
+import shlex
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -17,17 +18,13 @@ import app_state
 from components.facts import channel_of, citation_of, picked_row, render_fact_detail, render_facts
 from components.graph_view import GraphMarks, render_graph
 from components.items import channel_badge, render_items
+from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
 from components.text import clean, md_code, md_literal
 from components.trace import render_trace, render_warnings, total_ms
-from retrieval.export import suggest_keywords
+from retrieval.export import suggest_keywords, to_graphml
 from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
-
-
-def result_key(*parts: str) -> str:
-    """A short stable key for widgets that belong to one result (selection resets on a new search)."""
-    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def marks_for(result: SearchResult, fact: VerbalizedFact | None = None) -> GraphMarks:
@@ -106,6 +103,28 @@ def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tu
         )
 
 
+def cli_command(question: str, data_dir: Path, graph: str) -> str:
+    """The terminal command that runs the same KG search (and prints what the agent tool returns)."""
+    words = ["python", "-m", "retrieval", "search", question, "--data-dir", str(data_dir), "--graph", graph]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def render_elsewhere(schema: Subgraph, *, question: str, data_dir: Path, graph: str) -> None:
+    """The same graph outside this page: the CLI (what an agent gets), the schema as GraphML, the other pages."""
+    code, links = st.columns([3, 2], gap="medium", vertical_alignment="center")
+    with code:
+        st.caption("The same search from a terminal; it prints the Markdown an agent receives.")
+        st.code(cli_command(question, data_dir, graph), language="bash", wrap_lines=True)
+    with links:
+        st.download_button(
+            "Schema as GraphML", to_graphml(schema, {"graph": graph, "kind": "schema"}),
+            file_name=f"{re.sub(r'[^A-Za-z0-9]+', '-', graph).strip('-') or 'graph'}-schema.graphml",
+            mime="application/xml", icon=":material/download:",
+        )
+        st.page_link("pages/paths.py", label="Trace paths between two entities", icon=":material/route:")
+        st.page_link("pages/memory.py", label="Browse saved subgraphs", icon=":material/inventory_2:")
+
+
 def render_books(result: SearchResult, *, key: str) -> None:
     """Multi-doc: one section per book, its chunks and relations in result order (ranks are overall ranks)."""
     rank = {f.id: i for i, f in enumerate(result.facts, 1)}
@@ -123,8 +142,6 @@ def render_result(
 
     `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes. Returns the picked fact index.
     """
-    from components.memory_view import export_popover, saved_notice  # memory_view imports this module
-
     kg_mode = result.mode == "kg"
     has_graph = kg_mode or bool(result.subgraph.nodes)
     head, tool = st.columns([6, 1], vertical_alignment="center")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 
@@ -41,3 +42,8 @@ def md_code(value: object) -> str:
     text = clean(value).replace("\n", " ")
     fence = "``" if "`" in text else "`"
     return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+
+
+def result_key(*parts: str) -> str:
+    """A short stable key for widgets that belong to one result (selection resets on a new search)."""
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()

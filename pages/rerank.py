@@ -7,8 +7,7 @@ import streamlit as st
 import app_state
 from components import rerank_state as state
 from components import rerank_view as view
-from components.results import result_key
-from components.text import md_literal
+from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.evaluate import evaluate
 from retrieval.inspect import apply_rerankers, pool_order

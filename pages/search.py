@@ -7,9 +7,9 @@ from pydantic import ValidationError
 
 import app_state
 from components.compare_view import render_compare
-from components.results import cited_chunk_ids, render_overview, render_result, result_key
+from components.results import cited_chunk_ids, render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
-from components.text import md_literal
+from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.models import SearchResult
 from retrieval.modes import to_text
@@ -37,10 +37,14 @@ if not request.query:
         f"Graph **{md_literal(handle.name)}**. Type a question and press Enter: seeds are matched from the query, "
         "Personalized PageRank walks the graph, and the traced paths are verbalized into facts."
     )
-    if handle.name == "demo":
-        render_examples(app_state.demo_questions())
+    examples = app_state.demo_questions() if handle.name == "demo" else []
+    if examples:
+        render_examples(examples)
     st.markdown("##### What this graph holds")
-    render_overview(*app_state.type_counts(kg), app_state.schema(kg))
+    schema = app_state.schema(kg)
+    render_overview(*app_state.type_counts(kg), schema)
+    render_elsewhere(schema, question=examples[0] if examples else "How does A relate to B?",
+                     data_dir=cfg.data_dir, graph=handle.name)
     st.stop()
 
 st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on

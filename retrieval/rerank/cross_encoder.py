@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,20 @@ _TRUE = {"1", "true", "yes", "on"}
 def hub_offline() -> bool:
     """True when HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE ask for no network (read at load time)."""
     return any(os.environ.get(v, "").strip().lower() in _TRUE for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def offline_miss(model: str) -> str:
+    """Why an offline load of `model` must fail, found without importing torch ('' when it may load):
+    a path that does not exist, or a hub id with nothing in the local Hugging Face cache."""
+    if Path(model).expanduser().exists():
+        return ""
+    if model.startswith(("/", ".", "~")) or model.count("/") != 1:
+        return f"no such file or directory: {model}"
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(model, "config.json"), str):
+        return ""
+    return "not in the local Hugging Face cache, and the hub is offline (HF_HUB_OFFLINE)"
 
 
 class CrossEncoderReranker:
@@ -56,7 +71,10 @@ class CrossEncoderReranker:
         with self._lock:
             if not self._loaded:
                 offline = hub_offline() if self.local_files_only is None else self.local_files_only
+                miss = offline_miss(self.model_name) if offline else ""
                 try:
+                    if miss:  # say so at once: importing sentence-transformers (torch) alone takes seconds
+                        raise OSError(miss)
                     from sentence_transformers import CrossEncoder
 
                     self._model = CrossEncoder(

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import typer
 from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
 
+from components.results import cli_command
 from retrieval import catalog
+from retrieval.cli import search as search_cli
 from tests.app.conftest import APP
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, write_hostile_bundle
 
@@ -63,6 +68,31 @@ def test_search_page_without_query_explains_itself(app_env: Path) -> None:
     assert len(at.button) >= 3  # demo questions to click
     schema_view = at.get("iframe")[0].proto.srcdoc  # the schema graph: entity types joined by relation types
     assert "INFLUENCES" in schema_view and "relations: concept INFLUENCES concept" in schema_view
+
+
+def texts_of_buttons(at: AppTest) -> list[str]:
+    return [b.label for b in at.button]
+
+
+def test_search_landing_offers_a_working_cli_command_and_the_schema(app_env: Path) -> None:
+    at = run_page()
+    words = shlex.split(at.code[0].value)
+    assert words[:4] == ["python", "-m", "retrieval", "search"] and words[4] in texts_of_buttons(at)
+    cli = typer.Typer(add_completion=False)
+    search_cli.register(cli)
+    out = CliRunner().invoke(cli, words[3:])  # the command as shown, run in-process
+    assert out.exit_code == 0, out.output
+    assert out.stdout.startswith("## Retrieved Knowledge from Knowledge Graph")
+    download = at.get("download_button")[0].proto
+    assert download.label == "Schema as GraphML" and download.url  # the file is served by the media manager
+    assert {p.proto.page for p in at.get("page_link")} >= {"paths", "memory"}
+
+
+@pytest.mark.parametrize("text", ["it's $(rm -rf /) `x` \"q\" ; echo", "--graph evil", "über\n<img src=x>"])
+def test_cli_command_quotes_every_word(text: str, tmp_path: Path) -> None:
+    words = shlex.split(cli_command(text, tmp_path / "my data", text))
+    assert words == ["python", "-m", "retrieval", "search", text, "--data-dir", str(tmp_path / "my data"),
+                     "--graph", text]
 
 
 def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:

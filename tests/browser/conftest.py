@@ -42,13 +42,22 @@ FRESH_GRAPH_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFra
     return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; })"""
 
 
+# Records when the main thread was last busy (a long task, >50 ms); `QUIET` is true after 500 ms without one.
+RECORD_LONG_TASKS = """window.__kgBusyUntil = 0;
+new PerformanceObserver(list => list.getEntries().forEach(e => {
+    window.__kgBusyUntil = Math.max(window.__kgBusyUntil, e.startTime + e.duration); })
+).observe({type: "longtask", buffered: true});"""
+QUIET = "() => window.__kgBusyUntil === undefined || performance.now() - window.__kgBusyUntil > 500"
+
+
 def mark_graphs_stale(page: Any) -> None:
     page.evaluate("""() => document.querySelectorAll('[data-testid="stIFrame"]').forEach(f => {
         const b = f.contentDocument && f.contentDocument.body; if (b) b.dataset.stale = '1'; })""")
 
 
 def ask(page: Any, url: str, question: str) -> float:
-    """Open `url`, let the page settle (as a person reads it before typing), type `question` into the Search
+    """Open `url`, let the page settle (as a person reads it before typing: graphs drawn, the run over, and the
+    main thread quiet for 500 ms; needs the `page` fixture's long-task recorder), type `question` into the Search
     box and press Enter; returns the perf_counter at Enter. The page's graphs are marked stale first, so
     `FRESH_GRAPH_DRAWN` waits for the answer's graph."""
     page.goto(url)
@@ -56,6 +65,7 @@ def ask(page: Any, url: str, question: str) -> float:
     box.wait_for()
     page.wait_for_function(ALL_GRAPHS_DRAWN, timeout=120_000)
     page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)  # the script run is over
+    page.wait_for_function(QUIET, timeout=30_000)  # and the page has finished drawing it
     box.fill(question)
     mark_graphs_stale(page)
     start = time.perf_counter()
@@ -148,6 +158,7 @@ def browser(app_url: str) -> Iterator[object]:
 def page(browser: object, app_url: str) -> Iterator[object]:
     """A fresh page that records dialogs and every request URL (for the no-network-egress checks)."""
     context = browser.new_context(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    context.add_init_script(RECORD_LONG_TASKS)
     pg = context.new_page()
     pg.dialogs = []  # type: ignore[attr-defined]
     pg.requests = []  # type: ignore[attr-defined]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,6 +54,23 @@ def test_unloadable_model_is_a_visible_passthrough(model: str) -> None:
     assert all("ce_score" not in c.scores for c in out.candidates)
     assert len(out.warnings) == 1 and out.warnings[0].startswith("cross-encoder unavailable: ")
     assert rr.available is False and model in rr.reason
+
+
+def test_offline_miss_is_told_without_importing_torch(tmp_path: Path) -> None:
+    # the app's sidebar probe must not spend seconds importing torch to learn that an uncached model is missing
+    code = (
+        "import sys; from retrieval.rerank import CrossEncoderReranker as C; from retrieval.config import "
+        "DEFAULT_CROSS_ENCODER as M\n"
+        "for m in (M, sys.argv[1]):\n"
+        "    r = C(m); print(r.available, r.reason)\n"
+        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "empty-hf-home")}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "no-model")], capture_output=True, text=True,
+                         env=env, cwd=Path(__file__).resolve().parents[2], check=True, timeout=120).stdout.splitlines()
+    assert out[0].startswith("False") and "not in the local Hugging Face cache" in out[0] and "offline" in out[0]
+    assert out[1].startswith("False") and "no such file or directory" in out[1]
+    assert out[2] == "False False"
 
 
 def test_settings_choose_the_model() -> None:
