@@ -76,6 +76,12 @@ def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: t
     return kg
 
 
+def sample_question(kg: KG) -> str | None:
+    """A relationship question between two of the graph's entities (None for an empty graph)."""
+    names = kg.index.arrays.node_names
+    return f"How does {names[0][:200]} relate to {names[-1][:200]}?" if names else None
+
+
 def warm_up(kg: KG) -> None:
     """Pay the one-off costs on open, not in the analyst's first search: CSR index, BM25, name matcher,
     collection loads and first inference, by running one relationship query between two of its entities,
@@ -84,9 +90,9 @@ def warm_up(kg: KG) -> None:
     from retrieval.retriever import search
 
     _ = kg.bm25
-    names = kg.index.arrays.node_names
-    if names:
-        result = search(kg, f"How does {names[0][:200]} relate to {names[-1][:200]}?", SearchParams.model_validate({}))
+    question = sample_question(kg)
+    if question:
+        result = search(kg, question, SearchParams.model_validate({}))
         kg.vectors.get(CHUNKS, [c for f in result.facts[:3] for c in f.chunk_ids])
         graph_html(result.subgraph)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -16,7 +15,7 @@ from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw
 from components.graph_view import GraphMarks
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
 from components.sources import group_sources, quote
-from components.text import clean, md_code, md_literal, result_key, short
+from components.text import clean, md_code, md_literal, result_key, short, slug
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
@@ -486,7 +485,7 @@ def path_chunk_ids(result: PathResult) -> tuple[str, ...]:
 
 def stem(*parts: str) -> str:
     """A safe download file name stem from entity names."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()[:64] or "subgraph"
+    return slug("-".join(parts), 64, "subgraph")
 
 
 def _toolbar(cfg: Settings, summary: str, subgraph: Subgraph, key: str, **export: Any) -> None:

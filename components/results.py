@@ -7,7 +7,6 @@ whole width.
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from components.items import channel_badge, render_items
 from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
-from components.text import clean, md_code, md_literal
+from components.text import clean, md_code, md_literal, slug
 from components.trace import render_trace, render_warnings, total_ms
 from retrieval.export import suggest_keywords, to_graphml
 from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
@@ -83,8 +82,7 @@ def render_agent_context(markdown: str, file_stem: str, *, mode: str = "kg") -> 
 
 
 def file_stem(query: str) -> str:
-    stem = re.sub(r"[^A-Za-z0-9]+", "-", query).strip("-").lower()[:48]
-    return f"kg-context-{stem or 'query'}"
+    return f"kg-context-{slug(query, 48, 'query')}"
 
 
 def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tuple[str, int]],
@@ -118,7 +116,7 @@ def render_elsewhere(schema: Subgraph, *, question: str, data_dir: Path, graph: 
     with links:
         st.download_button(
             "Schema as GraphML", to_graphml(schema, {"graph": graph, "kind": "schema"}),
-            file_name=f"{re.sub(r'[^A-Za-z0-9]+', '-', graph).strip('-') or 'graph'}-schema.graphml",
+            file_name=f"{slug(graph, 64, 'graph')}-schema.graphml",
             mime="application/xml", icon=":material/download:",
         )
         st.page_link("pages/paths.py", label="Trace paths between two entities", icon=":material/route:")

@@ -44,6 +44,11 @@ def md_code(value: object) -> str:
     return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
 
 
+def slug(text: str, limit: int, default: str) -> str:
+    """A safe file-name stem: runs of anything but ASCII letters and digits become one '-', lower case."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:limit] or default
+
+
 def result_key(*parts: str) -> str:
     """A short stable key for widgets that belong to one result (selection resets on a new search)."""
     return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()

@@ -43,8 +43,9 @@ if not request.query:
     st.markdown("##### What this graph holds")
     schema = app_state.schema(kg)
     render_overview(*app_state.type_counts(kg), schema)
-    render_elsewhere(schema, question=examples[0] if examples else "How does A relate to B?",
-                     data_dir=cfg.data_dir, graph=handle.name)
+    question = examples[0] if examples else app_state.sample_question(kg)
+    if question:
+        render_elsewhere(schema, question=question, data_dir=cfg.data_dir, graph=handle.name)
     st.stop()
 
 st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on

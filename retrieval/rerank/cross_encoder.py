@@ -27,7 +27,7 @@ def offline_miss(model: str) -> str:
     a path that does not exist, or a hub id with nothing in the local Hugging Face cache."""
     if Path(model).expanduser().exists():
         return ""
-    if model.startswith(("/", ".", "~")) or model.count("/") != 1:
+    if model.startswith(("/", ".", "~")) or model.count("/") > 1:  # a path; else a hub id (org/name or name)
         return f"no such file or directory: {model}"
     from huggingface_hub import try_to_load_from_cache
 

@@ -70,14 +70,10 @@ def test_search_page_without_query_explains_itself(app_env: Path) -> None:
     assert "INFLUENCES" in schema_view and "relations: concept INFLUENCES concept" in schema_view
 
 
-def texts_of_buttons(at: AppTest) -> list[str]:
-    return [b.label for b in at.button]
-
-
 def test_search_landing_offers_a_working_cli_command_and_the_schema(app_env: Path) -> None:
     at = run_page()
     words = shlex.split(at.code[0].value)
-    assert words[:4] == ["python", "-m", "retrieval", "search"] and words[4] in texts_of_buttons(at)
+    assert words[:4] == ["python", "-m", "retrieval", "search"] and words[4] in [b.label for b in at.button]
     cli = typer.Typer(add_completion=False)
     search_cli.register(cli)
     out = CliRunner().invoke(cli, words[3:])  # the command as shown, run in-process
@@ -86,6 +82,12 @@ def test_search_landing_offers_a_working_cli_command_and_the_schema(app_env: Pat
     download = at.get("download_button")[0].proto
     assert download.label == "Schema as GraphML" and download.url  # the file is served by the media manager
     assert {p.proto.page for p in at.get("page_link")} >= {"paths", "memory"}
+
+
+def test_search_landing_of_another_graph_asks_about_its_own_entities(app_env: Path) -> None:
+    at = run_page(graph=HOSTILE_GRAPH)
+    words = shlex.split(at.code[0].value)
+    assert words[4].startswith("How does ") and words[-2:] == ["--graph", HOSTILE_GRAPH]
 
 
 @pytest.mark.parametrize("text", ["it's $(rm -rf /) `x` \"q\" ; echo", "--graph evil", "über\n<img src=x>"])

@@ -61,7 +61,7 @@ def test_offline_miss_is_told_without_importing_torch(tmp_path: Path) -> None:
     code = (
         "import sys; from retrieval.rerank import CrossEncoderReranker as C; from retrieval.config import "
         "DEFAULT_CROSS_ENCODER as M\n"
-        "for m in (M, sys.argv[1]):\n"
+        "for m in (M, sys.argv[1], 'bare-hub-name'):\n"
         "    r = C(m); print(r.available, r.reason)\n"
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
@@ -70,7 +70,8 @@ def test_offline_miss_is_told_without_importing_torch(tmp_path: Path) -> None:
                          env=env, cwd=Path(__file__).resolve().parents[2], check=True, timeout=120).stdout.splitlines()
     assert out[0].startswith("False") and "not in the local Hugging Face cache" in out[0] and "offline" in out[0]
     assert out[1].startswith("False") and "no such file or directory" in out[1]
-    assert out[2] == "False False"
+    assert out[2].startswith("False") and "not in the local Hugging Face cache" in out[2]  # a hub id without org
+    assert out[3] == "False False"
 
 
 def test_settings_choose_the_model() -> None:
