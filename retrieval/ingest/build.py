@@ -22,6 +22,7 @@ from retrieval import bm25, catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
+from retrieval.ingest import IngestOptions, reader
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.models import Chunk, Entity, GraphData, GraphStats, Relation
 from retrieval.stores.base import (
@@ -466,21 +467,13 @@ def detect_format(path: Path) -> str:
     raise IngestError(str(path), 0, "path", "neither a bundle (chunks.jsonl) nor HippoRAG output (openie_*.json)")
 
 
-def load_data(path: str | Path, fmt: str = "auto") -> GraphData:
-    """Parse `path` as `bundle`, `hipporag` or `auto` (detected)."""
+def load_data(path: str | Path, fmt: str = "auto", options: IngestOptions | None = None) -> GraphData:
+    """Parse `path` as format `fmt` (a name in `retrieval.ingest.FORMATS`, or `auto`: detected)."""
     path = Path(path)
     if not path.is_dir():
         raise IngestError(str(path), 0, "path", "not a directory")
     fmt = detect_format(path) if fmt == "auto" else fmt
-    if fmt == "bundle":
-        from retrieval.ingest.bundle import load_bundle
-
-        return load_bundle(path)
-    if fmt == "hipporag":
-        from retrieval.ingest.hipporag import load_hipporag
-
-        return load_hipporag(path)
-    raise IngestError(str(path), 0, "format", f"unknown format {fmt!r}; valid: auto, bundle, hipporag")
+    return reader(fmt)(path, options or IngestOptions())
 
 
 def default_name(path: Path) -> str:
@@ -497,6 +490,7 @@ def ingest(
     name: str | None = None,
     embedder: Embedder | None = None,
     progress: bool = True,
+    options: IngestOptions | None = None,
 ) -> IngestReport:
     """Parse `path` and build it as graph `name` (default: the folder name); parse time is in `seconds`.
 
@@ -504,7 +498,7 @@ def ingest(
     """
     path = Path(path)
     t = time.perf_counter()
-    data = load_data(path, fmt)
+    data = load_data(path, fmt, options)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
         t = time.perf_counter()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
+from retrieval.ingest import IngestOptions
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
 MAX_ID_LEN = 512  # bytes of UTF-8 (Milvus primary-key limit); normalised HippoRAG ids are ASCII
@@ -266,7 +267,7 @@ def _check_refs(ln: _Line, field: str, ids: list[str], known: dict[str, int], wh
             raise ln.fail(f"{field}[{i}]", f"unknown {what} id {ref!r}")
 
 
-def load_bundle(path: str | Path) -> GraphData:
+def load_bundle(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """Read and validate a native bundle; any malformed line raises IngestError(file, line, field, reason)."""
     root = Path(path)
     if not root.is_dir():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
+from retrieval.ingest import IngestOptions
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long, relation_id
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
@@ -68,7 +69,7 @@ def _str_field(record: Any, key: str, file: str, at: str) -> str:
     return check_text(value, file, 0, f"{at}.{key}")
 
 
-def load_hipporag(path: str | Path) -> GraphData:
+def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """Passages become chunks `p{i}`; normalised phrases become entities `e:{phrase}`; triples become relations.
 
     Malformed triples (not three strings) and phrases that normalise to nothing are skipped and
