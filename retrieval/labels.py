@@ -425,8 +425,10 @@ def export_qrels(
     Labels are reduced by `current_labels` (one per query and item). `ids` maps query text to the id to
     write (a query set's); other queries get `query_id(text)`.
     """
-    rows = current_labels(labels)
     ids = ids or {}
+    order = {text: n for n, text in enumerate(ids)}  # a set's queries in set order, then the others
+    rows = sorted(current_labels(labels), key=lambda lb: (order.get(lb.query_text, len(order)),
+                                                          ids.get(lb.query_text) or query_id(lb.query_text)))
     with _text_out(qrels) as fh:
         for lb in rows:
             fh.write(f"{ids.get(lb.query_text) or query_id(lb.query_text)} 0 {_token(lb.item_id, 'item id')} "
@@ -468,17 +470,23 @@ def file_lines(text: str) -> Iterator[tuple[int, str]]:
         yield number, line.rstrip("\r")
 
 
-def parse_queries(text: str, file: str) -> dict[str, str]:
-    """`query_id<TAB>query text` lines (blank and `#` lines skipped) -> {query_id: normalised text}."""
-    out: dict[str, str] = {}
-    first_line: dict[str, int] = {}
+def tsv_query_rows(text: str, file: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, query id, raw text) of each `query_id<TAB>query text` line; blank and `#` lines skipped."""
     for number, line in file_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if "\t" not in line:
             raise IngestError(file, number, "line", "expected `query_id<TAB>query text`")
         qid, raw = line.split("\t", 1)
-        qid, query = qid.strip(), normalize_query(raw)
+        yield number, qid.strip(), raw
+
+
+def parse_queries(text: str, file: str) -> dict[str, str]:
+    """`query_id<TAB>query text` lines (blank and `#` lines skipped) -> {query_id: normalised text}."""
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for number, qid, raw in tsv_query_rows(text, file):
+        query = normalize_query(raw)
         if not qid or any(ch.isspace() for ch in qid):
             raise IngestError(file, number, "query_id", f"must be one non-empty token, got {qid!r}")
         if not query:

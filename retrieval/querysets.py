@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from retrieval.errors import IngestError, NotFoundError, ValidationError
-from retrieval.labels import LabelStore, file_lines, normalize_query, read_text_file
+from retrieval.labels import LabelStore, file_lines, normalize_query, read_text_file, tsv_query_rows
 from retrieval.models import Record
 
 MAX_QUERY_CHARS = 2000  # the search tools' limit: a longer query could not be run by any mode
@@ -45,16 +45,6 @@ class QuerySet(Record):
     def texts(self) -> dict[str, str]:
         """query id -> query text (what `read_qrels` resolves qrels ids through)."""
         return {q.query_id: q.text for q in self.queries}
-
-
-def _rows_tsv(text: str, file: str) -> Iterator[tuple[int, str, str]]:
-    for number, line in file_lines(text):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if "\t" not in line:
-            raise IngestError(file, number, "line", "expected `query_id<TAB>query text`")
-        qid, raw = line.split("\t", 1)
-        yield number, qid.strip(), raw
 
 
 def _pick(obj: dict[str, object], keys: tuple[str, ...], file: str, number: int, field: str) -> str:
@@ -93,7 +83,7 @@ def sniff_format(text: str, file: str = "") -> QueryFormat:
 def parse_query_set(text: str, file: str, fmt: QueryFormat | None = None) -> list[SetQuery]:
     """Every query of a TSV or JSONL query file, validated (raises IngestError at the first bad line)."""
     fmt = fmt or sniff_format(text, file)
-    rows = _rows_jsonl(text, file) if fmt == "jsonl" else _rows_tsv(text, file)
+    rows = _rows_jsonl(text, file) if fmt == "jsonl" else tsv_query_rows(text, file)
     out: list[SetQuery] = []
     id_line: dict[str, int] = {}
     text_line: dict[str, tuple[int, str]] = {}

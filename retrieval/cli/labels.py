@@ -259,10 +259,14 @@ def register(app: typer.Typer) -> None:
         with cli_errors():
             settings = settings_from(data_dir)
             store = LabelStore.in_data_dir(settings.data_dir)
-            texts = {query_id(lb.query_text): lb.query_text for lb in store.all_labels()}
-            if set_name is not None or list_query_sets(store):
+            known = {lb.query_text for lb in store.all_labels()}
+            texts = {query_id(t): t for t in known}
+            if set_name is not None or len(list_query_sets(store)) == 1:
                 texts |= get_query_set(store, set_name).texts()
-            text = texts.get(query, query)
+            text = texts.get(query) or normalize_query(query)
+            if text not in known:
+                raise NotFoundError(f"no labels for query {query[:80]!r}: give a query id from `labels agreement` "
+                                    "(with --set for a set's ids) or the query text")
             version = _active_version(settings.data_dir) if graph_version is None else graph_version
             label = store.put_label(text, item_id, grade, graph_version=version, annotator=ADJUDICATED)
         typer.echo(f"adjudicated {item_id} = {label.grade} for {label.query_text[:80]!r}")

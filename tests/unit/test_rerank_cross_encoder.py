@@ -135,3 +135,17 @@ def test_tiny_model_loads_and_scores(tiny_model: Path) -> None:
                if orig.id == c.id)
     assert [c.model_dump() for c in cands] == before
     assert rr.rerank(QUERY, [], 3).candidates == []
+
+
+@pytest.mark.parametrize(("model", "word", "sentence"), [
+    ("/no/such/cross-encoder", "model not found", "could not be loaded: there is no such file or directory"),
+    ("org-that-is-not-cached/ce-model", "offline", "is not available offline: it is not in the local Hugging Face"),
+])
+def test_sidebar_status_is_the_outcome_at_first_read(model: str, word: str, sentence: str) -> None:
+    # the probe thread settles an offline miss in milliseconds: the first read waits for it rather than show
+    # "loading…" until the analyst's next click
+    import app_state
+
+    status = app_state.cross_encoder_status(Settings.from_env(env={"KG_CROSS_ENCODER": model}))
+    assert (status.state, status.word) == ("off", word)
+    assert status.detail.startswith(f"Cross-encoder {model} {sentence}") and "http" not in status.detail
