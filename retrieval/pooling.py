@@ -21,11 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pydantic import Field
+
 from retrieval.errors import NotFoundError, RetrievalError, ValidationError
 from retrieval.labels import LabelStore, normalize_annotator
 from retrieval.models import Record, SourceMetadata, VerbalizedFact
 from retrieval.querysets import QuerySet
-from retrieval.rerank import Reranker
+from retrieval.rerank import CrossEncoderReranker, Reranker
 from retrieval.runtime import KG
 
 RERANK_PREFIX = "rerank:"
@@ -64,8 +66,8 @@ def choose_rerankers(kg: KG, names: Sequence[str] | None = None) -> tuple[dict[s
     if "llm" in wanted and "llm" not in found:
         notes.append("The LLM reranker is left out: GEMINI_API_KEY is not set.")
     ce = found.get("cross_encoder")
-    if "cross_encoder" in wanted and ce is not None and not getattr(ce, "available", True):
-        notes.append(f"{getattr(ce, 'reason', '')} It is left out of the pool and the metrics.")
+    if "cross_encoder" in wanted and isinstance(ce, CrossEncoderReranker) and not ce.available:
+        notes.append(f"{ce.reason} It is left out of the pool and the metrics.")
         wanted.remove("cross_encoder")
     return {n: found[n] for n in wanted if n in found}, notes
 
@@ -132,7 +134,7 @@ class PoolItem(Record):
     kind: str  # VerbalizedFact.type: local | global | document | entity
     text: str
     sources: tuple[SourceMetadata, ...] = ()
-    ranks: dict[str, int] = {}  # system -> 1-based rank
+    ranks: dict[str, int] = Field(default_factory=dict)  # system -> 1-based rank
 
 
 class PoolInfo(Record):
@@ -326,16 +328,12 @@ def next_item(
 
 def progress(store: LabelStore, set_name: str, annotator: str, *, graph_version: str | None = None) -> Progress:
     """Labeled / pooled per query and overall for the annotator."""
-    items = queue(store, set_name, annotator, graph_version=graph_version)
+    info = pool_info(store, set_name, graph_version)
+    items = queue(store, set_name, annotator, graph_version=info.graph_version)
     per: dict[str, list[QueueItem]] = {}
     for it in items:
         per.setdefault(it.query_id, []).append(it)
     rows = tuple(QueryProgress(query_id=q, query=its[0].query, pooled=len(its),
                                labeled=sum(it.grade is not None for it in its)) for q, its in per.items())
-    info = pool_info(store, set_name, graph_version) if not items else None
-    return Progress(
-        set_name=items[0].set_name if items else set_name,
-        graph_version=items[0].graph_version if items else (info.graph_version if info else ""),
-        annotator=normalize_annotator(annotator), queries=rows, pooled=len(items),
-        labeled=sum(r.labeled for r in rows),
-    )
+    return Progress(set_name=info.set_name, graph_version=info.graph_version, annotator=normalize_annotator(annotator),
+                    queries=rows, pooled=len(items), labeled=sum(r.labeled for r in rows))
