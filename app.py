@@ -27,6 +27,7 @@ nav = st.navigation(
         ],
         "Evaluate": [
             st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
+            st.Page("pages/labels.py", title="Labeling", icon=":material/checklist:", url_path="labels"),
         ],
         "Manage": [data_page],
     }

@@ -6,15 +6,17 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from components.items import render_items
+from components.annotator import grading_target
+from components.facts import fact_row
+from components.grader import Tag, render_grader
 from components.search_form import MODE_LABELS
 from components.text import md_literal
 from components.trace import render_warnings, total_ms
 from retrieval.models import SearchResult
 from retrieval.modes import cited_chunks, jaccard
 
-SHARED_TAG = ":green-badge[shared]"
-UNIQUE_TAG = ":orange-badge[only here]"
+SHARED_TAG = Tag("shared", "green")
+UNIQUE_TAG = Tag("only here", "orange")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def side_header(result: SearchResult, unique: frozenset[str]) -> str:
 
 
 def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
-    """Overlap figures on top, then A and B side by side (containers `st-key-compare-a` / `-b`)."""
+    """Overlap figures on top, then A and B side by side as grading lists (containers `st-key-compare-a` / `-b`)."""
     cmp = compare(a, b)
     la, lb = mode_label(a), mode_label(b)
     st.markdown(f"#### {la} vs {lb}")
@@ -76,12 +78,14 @@ def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
         help="An item is shared when the other side returns the same item or cites one of its chunks",
     )
     columns = st.columns(2, gap="medium")
+    target = grading_target(a.graph_version)  # both lists grade for the same query: a grade shows on both sides
     for col, side, result, unique in ((columns[0], "a", a, cmp.unique_a), (columns[1], "b", b, cmp.unique_b)):
         with col:
             st.markdown(side_header(result, unique))
             render_warnings(result.warnings)
-            tags = {f.id: UNIQUE_TAG if f.id in unique else SHARED_TAG for f in result.facts}
-            items = [(i, f) for i, f in enumerate(result.facts, 1) if not only or f.id in unique]
-            render_items(items, key=f"compare-{side}", tags=tags,
-                         empty="Every item here is shared." if only and result.facts else "No results.")
+            rows = [fact_row(i, f, result.query, channels=True, tags=(UNIQUE_TAG if f.id in unique else SHARED_TAG,))
+                    for i, f in enumerate(result.facts, 1) if not only or f.id in unique]
+            with st.container(key=f"compare-{side}"):
+                render_grader(rows, key=f"compare-list-{side}", target=target,
+                              empty="Every item here is shared." if only and result.facts else "No results.")
     return cmp

@@ -1,15 +1,15 @@
-"""Fact table: verbalized facts with every score; picking a row returns that fact."""
+"""Fact list: verbalized facts with their full text, every score and book › chapter, gradable in place
+(components.grader); picking a fact returns it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
 
-import pandas as pd
 import streamlit as st
 
+from components.grader import GradeRow, GradeTarget, Tag, render_grader, selected_key
 from components.sources import quote
-from components.text import clean, md_literal
+from components.text import md_literal
 from retrieval.models import Chunk, VerbalizedFact
 
 # Known scores first, in reading order; any other score key follows alphabetically.
@@ -32,11 +32,18 @@ SCORE_LABELS = {
     "vector": "vector",
 }
 CHANNEL_COLORS = {"document": "blue", "graph": "violet"}
+CHANNEL_ICONS = {"document": ":material/description:", "graph": ":material/hub:"}
 
 
 def channel_of(fact: VerbalizedFact) -> str:
     """`document` or `graph`: the tool's own channel mark, else from the fact type (KG facts come from the graph)."""
     return fact.channel or ("document" if fact.type == "document" else "graph")
+
+
+def channel_badge(fact: VerbalizedFact) -> str:
+    """A small coloured badge, `document` or `graph` (Markdown; the words are ours, never data)."""
+    channel = channel_of(fact)
+    return f":{CHANNEL_COLORS[channel]}-badge[{CHANNEL_ICONS[channel]} {channel}]"
 
 
 def citation_of(fact: VerbalizedFact) -> str:
@@ -58,72 +65,47 @@ def score_keys(facts: Sequence[VerbalizedFact]) -> list[str]:
     return known + sorted(present - set(known))
 
 
-def facts_frame(facts: Sequence[VerbalizedFact], *, channels: bool = False) -> pd.DataFrame:
-    """One row per fact: rank, type, text, every score, and where it comes from (with `channels`: the
-    document/graph mark and the citation, as the search tools give them)."""
-    keys = score_keys(facts)
-    marks = ["channel", "citation"] if channels else []
-    rows = []
-    for i, f in enumerate(facts, 1):
-        books = sorted({clean(s.original_document) for s in f.sources if s.original_document})
-        row: dict[str, object] = {"#": i, "type": f.type, "fact": clean(f.text)}
-        if channels:
-            row |= {"channel": [channel_of(f)], "citation": clean(citation_of(f))}
-        for k in keys:
-            row[k] = f.scores.get(k)
-        row["sources"] = len(f.sources) or len(f.chunk_ids)
-        row["books"] = ", ".join(books)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["#", "type", *marks, "fact", *keys, "sources", "books"])
+def where_of(fact: VerbalizedFact) -> str:
+    """The citation (book › chapter), and how many more sources the fact has."""
+    more = len(fact.sources) - 1
+    return citation_of(fact) + (f" (+{more} more source{'s' if more > 1 else ''})" if more > 0 else "")
 
 
-def _column_config(keys: Sequence[str]) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "#": st.column_config.NumberColumn("#", width=36),
-        "type": st.column_config.TextColumn("type", width=64),
-        "fact": st.column_config.TextColumn("fact", width=300, help="hover or widen to read it all"),
-        "sources": st.column_config.NumberColumn("src", width=44, help="cited chunks"),
-        "books": st.column_config.TextColumn("books", width="small"),
-        "channel": st.column_config.MultiselectColumn(
-            "channel", options=list(CHANNEL_COLORS), color=list(CHANNEL_COLORS.values()), width=90,
-            help="document chunk or knowledge-graph item",
-        ),
-        "citation": st.column_config.TextColumn("citation", width="small"),
-    }
-    for k in keys:
-        label = SCORE_LABELS.get(k, k)
-        fmt = "%d" if k.endswith("_rank") else "%.3f"
-        config[k] = st.column_config.NumberColumn(label, format=fmt, width=62 if k.endswith("_rank") else 68)
-    return config
+def fact_scores(fact: VerbalizedFact) -> tuple[tuple[str, str], ...]:
+    """Every score of the fact (the ones that ranked it first), as (label, formatted value)."""
+    return tuple((SCORE_LABELS.get(k, k), fmt_score(k, fact.scores[k])) for k in score_keys([fact]))
+
+
+def fact_row(rank: int, fact: VerbalizedFact, query: str, *, channels: bool = False,
+             tags: Sequence[Tag] = ()) -> GradeRow:
+    """A fact as a gradable row: full text, type (and with `channels` the document/graph mark and the tool's
+    citation), book › chapter, every score. The row key carries the rank, so a filtered list keeps its keys."""
+    marks = [Tag(fact.type)]
+    if channels:
+        marks.append(Tag(channel_of(fact), CHANNEL_COLORS[channel_of(fact)]))
+    return GradeRow(key=f"{rank}|{fact.id}", query=query, item_id=fact.id, text=fact.text, rank=str(rank),
+                    tags=(*marks, *tags), meta=where_of(fact), scores=fact_scores(fact))
+
+
+def rank_of(row_key: str | None, n_rows: int) -> int | None:
+    """The 0-based index a fact row key names (None when it names none of `n_rows`)."""
+    head = (row_key or "").split("|", 1)[0]
+    return int(head) - 1 if head.isdigit() and 0 < int(head) <= n_rows else None
 
 
 def picked_row(key: str, n_rows: int) -> int | None:
-    """The row picked in table `key` as of this run (widget state is known before the table is drawn)."""
-    state = st.session_state.get(key)
-    rows = list(state["selection"]["rows"]) if state and "selection" in state else []
-    return rows[0] if rows and 0 <= rows[0] < n_rows else None
+    """The fact picked in list `key` as of this run (its state is known before the list is drawn)."""
+    return rank_of(selected_key(key), n_rows)
 
 
-def render_facts(
-    facts: Sequence[VerbalizedFact], *, key: str, height: int | Literal["auto"] = "auto", channels: bool = False
-) -> int | None:
-    """The fact table with single-row selection; returns the picked row index (or None)."""
+def render_facts(facts: Sequence[VerbalizedFact], *, query: str, key: str, target: GradeTarget,
+                 channels: bool = False) -> int | None:
+    """The facts as a grading list (click or Enter picks one); returns the picked fact's index (or None)."""
     if not facts:
         st.info("No facts found for this query.")
         return None
-    frame = facts_frame(facts, channels=channels)
-    event = st.dataframe(
-        frame,
-        hide_index=True,
-        column_config=_column_config(score_keys(facts)),
-        on_select="rerun",
-        selection_mode="single-row",
-        key=key,
-        height=height,
-        placeholder="—",  # a score the fact does not have (e.g. no PPR on a global fact)
-    )
-    rows = list(event.selection.rows) if event is not None and hasattr(event, "selection") else []
-    return rows[0] if rows and 0 <= rows[0] < len(facts) else None
+    rows = [fact_row(i, f, query, channels=channels) for i, f in enumerate(facts, 1)]
+    return rank_of(render_grader(rows, key=key, target=target, selectable=True), len(facts))
 
 
 def render_fact_detail(index: int, fact: VerbalizedFact, chunks: dict[str, Chunk]) -> None:

@@ -1,4 +1,5 @@
-"""Paths page widgets: entity picker, Explore (BFS + step-by-step expansion with history), why-connected paths."""
+"""Paths page widgets: entity picker, Explore (BFS + step-by-step expansion with history), why-connected paths
+(each gradable in place)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from components.annotator import grading_target
+from components.facts import rank_of
+from components.grader import GradeRow, GradeTarget, Tag, render_grader
 from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw
 from components.graph_view import GraphMarks
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
@@ -372,37 +376,35 @@ def why_controls(kg: KG, cat: EntityCatalog) -> WhyParams | None:
     return WhyParams(a, b, query.strip(), int(k), int(hops), tuple(rels))
 
 
-def paths_frame(result: PathResult) -> pd.DataFrame:
+def why_query(result: PathResult) -> str:
+    """The question path grades are stored for: the one typed, else `How is A connected to B?`."""
+    return result.query or f"How is {result.source.name} connected to {result.target.name}?"
+
+
+def path_id(path: GraphPath) -> str:
+    return path_item_id([n.id for n in path.nodes], [e.id for e in path.edges])
+
+
+def path_rows(result: PathResult) -> list[GradeRow]:
+    """Ranked paths as gradable rows: the whole path text, its hops and sources, its scores."""
+    query = why_query(result)
     rows = []
     for i, p in enumerate(result.paths, 1):
-        rows.append({
-            "#": i, "hops": p.hops, "score": p.score, "PPR mass": p.ppr_mass,
-            "query sim.": p.query_similarity, "path": clean(p.text), "sources": len(p.chunk_ids),
-        })
-    return pd.DataFrame(rows, columns=["#", "hops", "score", "PPR mass", "query sim.", "path", "sources"])
+        scores = [("score", f"{p.score:.3f}"), ("PPR mass", f"{p.ppr_mass:.4f}")]
+        if p.query_similarity is not None:
+            scores.append(("query sim.", f"{p.query_similarity:.3f}"))
+        rows.append(GradeRow(
+            key=f"{i}|{path_id(p)}", query=query, item_id=path_id(p), text=p.text, rank=str(i),
+            tags=(Tag(f"{p.hops} hop{'s' if p.hops != 1 else ''}"),),
+            meta=f"{len(p.chunk_ids)} source chunk{'s' if len(p.chunk_ids) != 1 else ''}", scores=tuple(scores),
+        ))
+    return rows
 
 
-def render_paths_table(result: PathResult, key: str) -> int | None:
-    """Ranked paths, one row each; picking a row returns its index."""
-    frame = paths_frame(result)
-    event = st.dataframe(
-        frame, hide_index=True, on_select="rerun", selection_mode="single-row", key=key, placeholder="—",
-        column_order=[c for c in frame.columns if c != "query sim." or result.query],
-        column_config={
-            "#": st.column_config.NumberColumn("#", width=34),
-            "hops": st.column_config.NumberColumn("hops", width=48),
-            "score": st.column_config.NumberColumn("score", format="%.3f", width=62,
-                                                   help="PPR mass (normalised), averaged with query similarity"),
-            "PPR mass": st.column_config.NumberColumn("PPR", format="%.4f", width=64,
-                                                      help="PPR mass of the intermediate entities"),
-            "query sim.": st.column_config.NumberColumn("query", format="%.3f", width=60,
-                                                        help="cosine of the relation descriptions to the question"),
-            "path": st.column_config.TextColumn("path", width=420, help="hover or widen to read it all"),
-            "sources": st.column_config.NumberColumn("src", width=40, help="source chunks cited along the path"),
-        },
-    )
-    rows = list(event.selection.rows) if event is not None and hasattr(event, "selection") else []
-    return rows[0] if rows and 0 <= rows[0] < len(result.paths) else None
+def render_paths_table(result: PathResult, key: str, target: GradeTarget) -> int | None:
+    """Ranked paths as a grading list; picking one (click or Enter) returns its index."""
+    st.caption(f"Grades are stored for the question “{md_literal(why_query(result))}”.")
+    return rank_of(render_grader(path_rows(result), key=key, target=target, selectable=True), len(result.paths))
 
 
 def path_steps(path: GraphPath) -> str:
@@ -436,8 +438,7 @@ def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk])
 
 def as_facts(result: PathResult) -> list[VerbalizedFact]:
     """Paths as VerbalizedFacts, so that the Search page's source grouping applies unchanged."""
-    return [VerbalizedFact(id=path_item_id([n.id for n in p.nodes], [e.id for e in p.edges]), type="local",
-                           text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
+    return [VerbalizedFact(id=path_id(p), type="local", text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
             for p in result.paths]
 
 
@@ -533,7 +534,8 @@ def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chun
         with paths_tab:
             picked = render_paths_table(result, key="why-" + result_key(kg.version, result.source.id,
                                                                       result.target.id, result.query,
-                                                                      str(result.k), str(result.max_hops)))
+                                                                      str(result.k), str(result.max_hops)),
+                                        target=grading_target(kg.version))
             if picked is None:
                 st.caption("Pick a path to highlight it in the graph and read it hop by hop with its sources.")
             else:

@@ -6,7 +6,6 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import streamlit as st
 
@@ -14,7 +13,7 @@ import app_state
 from retrieval.config import Settings
 from retrieval.evaluate import EvalReport, evaluate, rerank_runs
 from retrieval.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
-from retrieval.labels import Label, LabelStore
+from retrieval.labels import Label
 from retrieval.rerank import GraphReranker, MMRReranker, Reranker, build_rerankers
 from retrieval.retriever import kg_fact_vectors
 from retrieval.runtime import KG
@@ -61,14 +60,15 @@ def pool(kg: KG, query: str, kind: PoolKind, size: int) -> Pool:
 
 def evaluate_labelled(
     kg: KG, inspection: Inspection, labels: Sequence[Label], rerankers: Mapping[str, Reranker],
-    kind: PoolKind, size: int, text_weight: float, k: int,
+    kind: PoolKind, size: int, text_weight: float, k: int, compare: tuple[str, str] | None = None,
 ) -> tuple[EvalReport, dict[str, dict[str, list[str]]]]:
-    """Every labelled query's pool (cached: retrieved once each) ranked under the same rerankers and knobs."""
+    """Every labelled query's pool (cached: retrieved once each) ranked under the same rerankers and knobs, scored
+    with bootstrap intervals, unjudged counts and (with `compare`) the paired test of two rerankers."""
     queries = sorted({lb.query_text for lb in labels})
     if not queries:
-        return evaluate(labels, inspection.runs(), (k,)), inspection.runs()
+        return evaluate(labels, inspection.runs(), (k,), compare=compare), inspection.runs()
     runs = rerank_runs(queries, lambda q: pool_order(pool(kg, q, kind, size), text_weight), rerankers, size)
-    return evaluate(labels, runs.runs, (k,)), runs.runs
+    return evaluate(labels, runs.runs, (k,), compare=compare), runs.runs
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -117,9 +117,3 @@ def rerankers(cfg: Settings, kg: KG, alpha: float, lambda_: float) -> RerankerSe
     else:
         notes.append("LLM rank off: GEMINI_API_KEY is not set, so the Gemini diversity reranker does not run.")
     return RerankerSet({k: found[k] for k in RERANKER_ORDER if k in found}, notes)
-
-
-@st.cache_resource(show_spinner=False)
-def label_store(data_dir: str) -> LabelStore:
-    """One label store (one SQLite connection) per data dir for this server process."""
-    return LabelStore.in_data_dir(Path(data_dir))

@@ -1,4 +1,5 @@
-"""Rerank Inspector rendering: query form, what-if knobs, bump chart, labeling grid, metrics, qrels files."""
+"""Rerank Inspector rendering: query form, what-if knobs, bump chart, grading list and table, metrics with
+intervals and a paired test, qrels files."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from components.annotator import current_annotator
+from components.facts import where_of
+from components.grader import GradeRow, GradeTarget, Tag, render_grader
 from components.search_form import render_examples
 from components.text import clean, md_code, md_literal, short
 from retrieval.errors import RetrievalError
@@ -224,8 +228,8 @@ def _column_config(frame: pd.DataFrame) -> dict[str, Any]:
         "#": st.column_config.NumberColumn("#", width=40, pinned=True, help="Retrieval order (no rerank)"),
         "candidate": st.column_config.TextColumn("candidate", width=380, pinned=True, help="Widen or hover to read"),
         "grade": st.column_config.NumberColumn(
-            "grade", min_value=0, max_value=3, step=1, format="%d", width=60, pinned=True,
-            help="Relevance 0–3 (0 not relevant … 3 answers the query). Select a cell, type a digit, Enter.",
+            "grade", format="%d", width=60, pinned=True,
+            help="Relevance 0–3, as graded in the list above (yours, else the resolved grade)",
         ),
         "note": st.column_config.TextColumn("note", width=150, help="Optional note, saved with the grade"),
         "type": st.column_config.TextColumn("type", width=70),
@@ -310,7 +314,10 @@ def label_changes(
 def _save_edits(key: str, target: LabelTarget) -> None:
     """on_change of the grid (runs before the script, so every table of this run sees the new labels)."""
     edited = st.session_state[key].get("edited_rows", {})
-    annotator = " ".join(str(st.session_state.get("annotator_name", "")).split())  # as the store keys it
+    annotator = current_annotator()
+    if annotator is None:
+        st.session_state["rerank-flash"] = "Notes not saved: the annotator name in the sidebar is not valid."
+        return
     changes = label_changes(edited, st.session_state.get(f"{key}:done", {}), target, annotator)
     try:
         if changes.put:
@@ -328,33 +335,55 @@ def _save_edits(key: str, target: LabelTarget) -> None:
         st.session_state["rerank-toast"] = f"Saved {saved} label{'s' if saved > 1 else ''}"
 
 
-def render_label_grid(
-    inspection: Inspection, labels: Mapping[str, Label], target: LabelTarget, key: str, *, none_rank: bool = False
+def candidate_rows(inspection: Inspection, none_rank: bool = False) -> list[GradeRow]:
+    """The pool as listed (retrieval order) for the grading list: each reranker's rank with its movement, then
+    every score (the same figures the table below holds)."""
+    ranks = inspection.ranks()
+    rows = []
+    for i, c in enumerate(inspection.candidates, start=1):
+        chips: list[tuple[str, str]] = []
+        for name, by_id in ranks.items():
+            r = by_id.get(c.id)
+            if r is None or (name == "none" and not none_rank):
+                continue
+            move = ranks["none"].get(c.id, i) - r if name != "none" and "none" in ranks else 0
+            chips.append((RERANKER_LABELS.get(name, name), f"#{r}" + (f" {'▲' if move > 0 else '▼'}{abs(move)}"
+                                                                       if move else "")))
+        chips += [(SCORE_COLUMNS[k], f"{c.scores[k]:.3f}") for k in SCORE_COLUMNS if k in c.scores]
+        rows.append(GradeRow(key=c.id, query=inspection.query, item_id=c.id, text=c.text, rank=f"#{i}",
+                             tags=(Tag(c.type),), meta=where_of(c), scores=tuple(chips)))
+    return rows
+
+
+def render_candidates(
+    inspection: Inspection, grader: GradeTarget, table: LabelTarget, labels: Mapping[str, Label], key: str, *,
+    none_rank: bool = False,
 ) -> None:
-    """The candidate grid: grade and note are editable and saved on every edit; everything else is read-only."""
+    """The candidates as a grading list (keys or buttons; each grade stored at once), then the same pool as a
+    sortable table of every rank and score, where notes can be added to graded rows."""
     flash = st.session_state.pop("rerank-flash", None)
     if flash:
         st.error(md_literal(flash), icon=":material/error:")
     toast = st.session_state.pop("rerank-toast", None)
     if toast:
         st.toast(toast, icon=":material/check:")
-    frame = inspector_frame(inspection, labels, none_rank=none_rank)
     graded = sum(1 for c in inspection.candidates if c.id in labels)
-    st.markdown(
-        f"**Candidates** · {graded} of {len(inspection.candidates)} graded · "
-        "rank and Δ per reranker, then every score"
-    )
-    st.data_editor(
-        frame,
-        key=key,
-        hide_index=True,
-        column_config=_column_config(frame),
-        disabled=[c for c in frame.columns if c not in ("grade", "note")],
-        on_change=_save_edits,
-        args=(key, target),
-        height=min(38 + 35 * len(frame), 640),
-        row_height=35,
-    )
+    st.markdown(f"**Candidates** · {graded} of {len(inspection.candidates)} graded · "
+                "# is the retrieval position; each reranker's rank (▲▼ places moved), then every score")
+    render_grader(candidate_rows(inspection, none_rank), key=f"grade-{key}", target=grader, height=640)
+    with st.expander("Table: every rank and score (sortable); notes on graded candidates", icon=":material/table:"):
+        frame = inspector_frame(inspection, labels, none_rank=none_rank)
+        st.data_editor(
+            frame,
+            key=key,
+            hide_index=True,
+            column_config=_column_config(frame),
+            disabled=[c for c in frame.columns if c != "note"],
+            on_change=_save_edits,
+            args=(key, table),
+            height=min(38 + 35 * len(frame), 640),
+            row_height=35,
+        )
 
 
 def _name(measure: str) -> str:
@@ -394,8 +423,22 @@ def _number_config(frame: pd.DataFrame, fmt: str, help: str | None = None) -> di
     return config
 
 
+def intervals_frame(report: EvalReport) -> pd.DataFrame:
+    """Per system: each mean with its 95% bootstrap interval over queries, and its still-unjudged top-k items."""
+    rows = []
+    for sys in report.systems:
+        row: dict[str, Any] = {"reranker": RERANKER_LABELS.get(sys.system, sys.system)}
+        for m, e in sys.metrics.items():
+            row[_name(m)] = f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+        for k, n in sys.unjudged.items():
+            row[f"unjudged@{k}"] = f"{n} of {sys.ranked[k]}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def render_metrics(report: EvalReport, title: str, key: str, empty: str) -> None:
-    """Mean metrics per reranker, then the lift of each over "none" (trec_eval measures via ir-measures)."""
+    """Mean metrics per reranker with their bootstrap intervals and unjudged counts, then the lift of each over
+    "none" (trec_eval measures via ir-measures)."""
     n = max((m.n_queries for m in report.means), default=0)
     st.markdown(f"**{title}** · {n} scored quer{'y' if n == 1 else 'ies'}")
     if n == 0:
@@ -404,10 +447,47 @@ def render_metrics(report: EvalReport, title: str, key: str, empty: str) -> None
     means, lift = metrics_frames(report)
     st.caption(headline(report))
     st.dataframe(means, hide_index=True, column_config=_number_config(means, "%.3f"), key=key)
+    st.caption(f"Mean [95% bootstrap interval over queries, B={report.bootstrap}] · unjudged: top-k items nobody "
+               "has graded yet" + (" (one query: no spread to resample)" if n == 1 else ""))
+    st.dataframe(intervals_frame(report), hide_index=True, key=f"{key}-ci")
     if not lift.empty:
         st.caption("Lift over no rerank (difference of means)")
         st.dataframe(lift, hide_index=True, key=f"{key}-lift",
                      column_config=_number_config(lift, "%+.3f", "reranker mean − none mean"))
+
+
+def compare_choice(names: Sequence[str]) -> tuple[str, str] | None:
+    """Two rerankers to test against each other (default: graph vs none)."""
+    if len(names) < 2:
+        return None
+    cols = st.columns(2)
+    a = cols[0].selectbox("Compare", names, index=names.index("graph") if "graph" in names else 1, key="cmp-a",
+                          format_func=lambda n: RERANKER_LABELS.get(n, n))
+    b = cols[1].selectbox("against", names, index=0, key="cmp-b", format_func=lambda n: RERANKER_LABELS.get(n, n))
+    return (a, b) if a != b else None
+
+
+def comparison_frame(report: EvalReport) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"measure": _name(c.measure), "A": c.mean_a, "B": c.mean_b, "A − B": c.delta,
+         "95% CI of A − B": f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]", "p": c.p_value,
+         "p < 0.05": "yes" if c.p_value < 0.05 else "no"}
+        for c in report.comparisons
+    ])
+
+
+def render_comparison(report: EvalReport) -> None:
+    """The paired test of the two chosen rerankers, per measure."""
+    if not report.comparisons:
+        st.caption("Choose two different rerankers to test them against each other.")
+        return
+    first = report.comparisons[0]
+    a, b = (RERANKER_LABELS.get(x, x) for x in (first.a, first.b))
+    st.caption(f"A = {md_literal(a)}, B = {md_literal(b)}: {first.test} over {first.n_queries} scored "
+               f"quer{'y' if first.n_queries == 1 else 'ies'}")
+    st.dataframe(comparison_frame(report), hide_index=True, key="m-compare", column_config={
+        c: st.column_config.NumberColumn(c, format="%+.3f" if c == "A − B" else "%.3f") for c in ("A", "B", "A − B")
+    } | {"p": st.column_config.NumberColumn("p", format="%.4f", help="two-sided paired randomization test")})
 
 
 def render_per_query(report: EvalReport, measure: str) -> None:
@@ -428,11 +508,14 @@ def render_per_query(report: EvalReport, measure: str) -> None:
 
 
 def render_all_queries(report: EvalReport, k: int) -> None:
-    """Means and lift over every labelled query of this pool (left), nDCG@k per query (right)."""
+    """Means, intervals and lift over every labelled query of this pool (left); the paired test of the chosen
+    rerankers and nDCG@k per query (right)."""
     means, per_query = st.columns([2, 3], gap="large")
     with means:
         render_metrics(report, "Mean over labelled queries", "m-all", "No query of this pool is graded yet.")
     with per_query:
+        if any(m.n_queries for m in report.means):
+            render_comparison(report)
         render_per_query(report, f"nDCG@{k}")
 
 
@@ -478,7 +561,7 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
             try:
                 texts = parse_queries(tfile.getvalue().decode("utf-8-sig"), tfile.name)
                 rows = parse_qrels(qfile.getvalue().decode("utf-8-sig"), qfile.name, texts)
-                annotator = str(st.session_state.get("annotator_name", "")).strip() or "import"
+                annotator = current_annotator() or "import"
                 n = store.put_labels([make_label(q, item, g, graph_version=graph_version, annotator=annotator)
                                       for q, item, g in rows])
             except (RetrievalError, UnicodeDecodeError) as exc:
@@ -486,13 +569,3 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
             else:
                 st.session_state["rerank-toast"] = f"Imported {n} labels"
                 st.rerun()  # every table above reads the store again
-
-
-def annotator_box() -> str:
-    """The annotator's name, in the sidebar; kept for the session across pages."""
-    with st.sidebar:
-        st.markdown("#### Labeling")
-        name = st.text_input("Annotator", value=st.session_state.get("annotator_name", ""),
-                             placeholder="your name", key="annotator-input")
-    st.session_state["annotator_name"] = name.strip()
-    return name.strip()

@@ -8,15 +8,25 @@ whole width.
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 import app_state
-from components.facts import channel_of, citation_of, picked_row, render_fact_detail, render_facts
+from components.annotator import grading_target
+from components.facts import (
+    channel_badge,
+    channel_of,
+    citation_of,
+    fact_row,
+    picked_row,
+    render_fact_detail,
+    render_facts,
+)
+from components.grader import GradeTarget, render_grader
 from components.graph_view import GraphMarks, render_graph
-from components.items import channel_badge, render_items
 from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
@@ -123,14 +133,16 @@ def render_elsewhere(schema: Subgraph, *, question: str, data_dir: Path, graph: 
         st.page_link("pages/memory.py", label="Browse saved subgraphs", icon=":material/inventory_2:")
 
 
-def render_books(result: SearchResult, *, key: str) -> None:
+def render_books(result: SearchResult, *, key: str, target: GradeTarget) -> None:
     """Multi-doc: one section per book, its chunks and relations in result order (ranks are overall ranks)."""
     rank = {f.id: i for i, f in enumerate(result.facts, 1)}
     by_id = {f.id: f for f in result.facts}
     st.caption(f"{len(result.groups)} books, best chunk first")
-    for n, (book, ids) in enumerate(result.groups.items()):
-        st.markdown(f"##### :material/menu_book: {md_literal(book)}")
-        render_items([(rank[i], by_id[i]) for i in ids if i in by_id], key=f"book-{key}-{n}")
+    rows = []
+    for book, ids in result.groups.items():
+        found = [fact_row(rank[i], by_id[i], result.query, channels=True) for i in ids if i in by_id]
+        rows += [replace(r, head=book) if n == 0 else r for n, r in enumerate(found)]
+    render_grader(rows, key=f"book-{key}", target=target)
 
 
 def render_result(
@@ -162,25 +174,28 @@ def render_result(
             render_graph(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600)
     else:
         right = st.container()
+    target = grading_target(result.graph_version)
     with right:
         labels = ["Facts", *(["Books"] if result.groups else []), "Sources",
                   "Agent context" if kg_mode else "Listing", "Trace"]
         tabs = dict(zip(labels, st.tabs(labels), strict=True))
         with tabs["Facts"]:
-            picked = render_facts(result.facts, key=f"facts-{key}", channels=not kg_mode)
+            picked = render_facts(result.facts, query=result.query, key=f"facts-{key}", target=target,
+                                  channels=not kg_mode)
             if picked is not None:
                 fact = result.facts[picked]
                 if not kg_mode:
                     st.markdown(f"{channel_badge(fact)} {md_literal(citation_of(fact))}")
                 render_fact_detail(picked, fact, chunks)
             else:
-                st.caption("Pick a row to highlight its path in the graph and see its sources." if has_graph
-                           else "Pick a row to see its sources.")
+                st.caption("Pick a fact (click, or Enter) to highlight its path in the graph and see its sources."
+                           if has_graph else "Pick a fact (click, or Enter) to see its sources.")
         if "Books" in tabs:
             with tabs["Books"]:
-                render_books(result, key=key)
+                render_books(result, key=key, target=target)
         with tabs["Sources"]:
-            render_sources(result.facts, chunks, picked=picked)
+            render_sources(result.facts, chunks, query=result.query, key=f"sources-{key}", target=target,
+                           picked=picked)
         with tabs["Agent context" if kg_mode else "Listing"]:
             render_agent_context(agent_md, file_stem(result.query), mode=result.mode)
         with tabs["Trace"]:

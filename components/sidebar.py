@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from app_state import Capability
+from components.annotator import annotator_box
 from components.text import md_code, md_literal
 from retrieval.catalog import GraphHandle
 from retrieval.config import Settings
@@ -72,3 +73,4 @@ def render_sidebar(
         st.markdown("#### Capabilities")
         render_capabilities(capabilities)
         st.caption(f"data dir {md_code(cfg.data_dir)}")
+    annotator_box()

@@ -1,4 +1,4 @@
-"""Source cards: book → chapter → the chunk text behind the facts, with the facts citing each chunk."""
+"""Sources: book → chapter → the chunk text behind the facts, with the facts citing each chunk; each chunk gradable."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from components.grader import GradeRow, GradeTarget, Tag, render_grader
 from components.text import md_literal, short
+from retrieval.items import chunk_item_id
 from retrieval.models import Chunk, VerbalizedFact
 
 
@@ -49,27 +51,34 @@ def group_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk]) -> 
     return list(books.values())
 
 
-def render_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk], *, picked: int | None = None) -> None:
-    """Book headers, chapter captions, one expander per chunk; the picked fact's chunks open first."""
+def source_rows(groups: Sequence[BookGroup], query: str, picked: int | None = None) -> tuple[list[GradeRow], int]:
+    """The cited chunks as gradable rows under book › chapter headers, and the first row the picked fact cites."""
+    rows: list[GradeRow] = []
+    start = -1
+    for g in groups:
+        by = f" — {g.author}" if g.author else ""
+        for chapter, cites in g.chapters.items():
+            for n, cite in enumerate(cites):
+                mine = picked is not None and picked in cite.facts
+                if mine and start < 0:
+                    start = len(rows)
+                text = cite.chunk.text if cite.chunk else "(chunk text not found in the DocumentChunks collection)"
+                rows.append(GradeRow(
+                    key=cite.chunk_id, query=query, item_id=chunk_item_id(cite.chunk_id), text=text,
+                    head=f"{g.book}{by} › {chapter}" if n == 0 else "",
+                    tags=(Tag("cited by the picked fact", "green"),) if mine else (),
+                    meta=f"{short(cite.chunk_id, 48)} · cited by fact {', '.join(f'#{i + 1}' for i in cite.facts)}",
+                ))
+    return rows, max(start, 0)
+
+
+def render_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk], *, query: str, key: str,
+                   target: GradeTarget, picked: int | None = None) -> None:
+    """The chunks behind the facts, book → chapter, each gradable; the picked fact's chunks are marked."""
     groups = group_sources(facts, chunks)
-    if not groups:
+    rows, start = source_rows(groups, query, picked)
+    if not rows:
         st.info("These facts cite no source chunks.")
         return
-    n_chunks = sum(len(v) for g in groups for v in g.chapters.values())
-    st.caption(f"{n_chunks} chunks from {len(groups)} books")
-    for g in groups:
-        by = f" — {md_literal(g.author)}" if g.author else ""
-        st.markdown(f"##### :material/menu_book: {md_literal(g.book)}{by}")
-        for chapter, cites in g.chapters.items():
-            st.markdown(f"**{md_literal(chapter)}**")
-            for cite in cites:
-                tags = ", ".join(f"#{i + 1}" for i in cite.facts)
-                mine = picked is not None and picked in cite.facts
-                label = f"{md_literal(short(cite.chunk_id, 48))} · cited by fact {tags}"
-                with st.expander(label, expanded=mine, icon=":material/format_quote:" if mine else None):
-                    if cite.chunk is None:
-                        st.caption("chunk text not found in the DocumentChunks collection")
-                    else:
-                        st.markdown(quote(cite.chunk.text))
-                    for i in cite.facts:
-                        st.markdown(f"- **#{i + 1}** {md_literal(short(facts[i].text, 300))}")
+    st.caption(f"{len(rows)} chunks from {len(groups)} book{'s' if len(groups) != 1 else ''}")
+    render_grader(rows, key=key, target=target, start=start)

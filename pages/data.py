@@ -14,6 +14,7 @@ from components.ingest_panel import (
     run_import,
     run_ingest,
 )
+from components.labeling import render_query_set_import
 from components.text import md_literal
 from retrieval import catalog
 from retrieval.cli.data import DEMO_DIR
@@ -60,3 +61,4 @@ with right:
     if st.button("Import", disabled=not (chosen and name), icon=":material/upload:"):
         run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model))
     st.caption("Formats: the native bundle (docs/bundle-format.md) or HippoRAG's openie_*.json + corpus.")
+    render_query_set_import("data-qs")

@@ -1,4 +1,4 @@
-"""Rerank Inspector: one retrieved pool, every reranker's order and scores, what-if knobs, labels and metrics."""
+"""Rerank Inspector: one retrieved pool, every reranker's order and scores, what-if knobs, grades and metrics."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import streamlit as st
 import app_state
 from components import rerank_state as state
 from components import rerank_view as view
+from components.annotator import grading_target
 from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.evaluate import evaluate
@@ -19,7 +20,6 @@ st.markdown("### Rerank Inspector")
 if handle is None:
     st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
     st.stop()
-annotator = view.annotator_box()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()
@@ -41,20 +41,23 @@ reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
 st.caption(view.trace_line(state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
 view.render_notes(chosen.notes, inspection, pool)
 
-store = state.label_store(str(cfg.data_dir))
-all_labels = view.labels_of_kind(store.all_labels(kg.version), req.kind)
-mine = shown_labels(view.labels_of_kind(store.get_labels(pool.query, kg.version), req.kind), annotator)
+grader = grading_target(kg.version)
+key = result_key(kg.version, req.kind, pool.query)
+all_labels = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
+mine = shown_labels(view.labels_of_kind(grader.store.get_labels(pool.query, kg.version), req.kind),
+                    grader.annotator or "")
 chart, metrics = st.columns([3, 2], gap="large")
 with chart.container(height=view.PANEL_HEIGHT, border=False):
     view.render_bump(inspection, mine, knobs.k)
 with metrics.container(height=view.PANEL_HEIGHT, border=False):
     view.render_metrics(evaluate(list(mine.values()), inspection.runs(), (knobs.k,)), "This query", "m-this",
                         "Grade candidates 0–3 below; a grade of 1 or more makes this query scorable.")
-view.render_label_grid(inspection, mine, view.LabelTarget.of(store, inspection, mine, kg.version),
-                       key="grid-" + result_key(kg.version, req.kind, pool.query), none_rank=req.kind == "chunks")
+own = {i: lb for i, lb in mine.items() if lb.annotator == grader.annotator}
+view.render_candidates(inspection, grader, view.LabelTarget.of(grader.store, inspection, own, kg.version), mine,
+                       key="grid-" + key, none_rank=req.kind == "chunks")
 
 st.markdown(f"#### All labelled queries · {req.kind} pool")
 report, runs = state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
-                                       knobs.text_weight, knobs.k)
+                                       knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
 view.render_all_queries(report, knobs.k)
-view.render_exchange(store, kg.version, runs)
+view.render_exchange(grader.store, kg.version, runs)

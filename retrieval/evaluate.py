@@ -155,7 +155,10 @@ def bootstrap_ci(values: np.ndarray, resamples: int = BOOTSTRAP, seed: int = SEE
                  confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the column means of `values` (queries x measures), resampling queries."""
     n = values.shape[0]
-    if n == 0 or resamples < 1:
+    if n == 0:  # nothing scored: no spread, and no numpy "mean of empty slice" warning
+        zeros = np.zeros(values.shape[1:])
+        return zeros, zeros
+    if resamples < 1:
         return values.mean(axis=0), values.mean(axis=0)
     idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     means = values[idx].mean(axis=1)  # resamples x measures
@@ -167,8 +170,8 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, seed: int = SEED, resamples: in
     """Two-sided paired randomization test of mean(a - b) (scipy.stats.permutation_test, sign flips)."""
     from scipy.stats import permutation_test
 
-    if len(a) == 0:
-        return 1.0
+    if len(a) < 2:
+        return 1.0  # one query: its two sign flips give the same |mean|; scipy refuses a one-observation sample
     if np.allclose(a, b):
         return 1.0  # every flip gives the same statistic
     res = permutation_test(

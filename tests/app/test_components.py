@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.facts import facts_frame, score_keys
+from components.facts import fact_row, rank_of, score_keys
 from components.graph_view import GraphMarks, graph_html, pick_nodes
 from components.results import marks_for
 from components.sources import group_sources
@@ -24,6 +26,7 @@ from retrieval.models import (
     Subgraph,
     VerbalizedFact,
 )
+from tests.app.grading import grader_data
 
 IMG = "<img src=x onerror=alert(1)>"
 SCRIPT = "</script><script>alert(1)</script>"
@@ -98,16 +101,18 @@ def test_markdown_helpers_render_literally() -> None:
     assert clean("a\x00b\ud800") == "a\ufffdb?"
 
 
-def test_facts_frame_has_every_score_in_reading_order() -> None:
+def test_fact_rows_carry_the_full_text_every_score_in_reading_order_and_the_book() -> None:
     facts = hostile_result().facts + (
-        VerbalizedFact(id="g", type="global", text="g", scores={"similarity": 0.9, "zeta": 1.0, "ce_score": 2.0}),
+        VerbalizedFact(id="g", type="global", text="g " * 400, scores={"similarity": 0.9, "zeta": 1.0,
+                                                                     "ce_score": 2.0}),
     )
     assert score_keys(facts) == ["ppr", "path_semantic", "similarity", "ce_score", "mmr_rank", "zeta"]
-    frame = facts_frame(facts)
-    assert list(frame.columns) == [
-        "#", "type", "fact", "ppr", "path_semantic", "similarity", "ce_score", "mmr_rank", "zeta", "sources", "books"
-    ]
-    assert frame.loc[1, "type"] == "global" and frame.loc[0, "books"] == SCRIPT
+    first, second = (fact_row(i, f, "q", channels=False) for i, f in enumerate(facts, 1))
+    assert [name for name, _ in second.scores] == ["similarity", "CE score", "zeta"]
+    assert second.text == facts[1].text, "the whole fact, never cut"
+    assert [t.text for t in second.tags] == ["global"] and second.item_id == "g"
+    assert first.meta.startswith(SCRIPT) and ("MMR rank", "1") in first.scores
+    assert rank_of(second.key, 2) == 1 and rank_of(second.key, 1) is None and rank_of("x|g", 2) is None
 
 
 def test_sources_group_by_book_and_chapter_with_citing_facts() -> None:
@@ -130,14 +135,16 @@ def _render_hostile() -> None:
     render_result(hostile_result(), chunks, "## Facts\n- x", key="k")
 
 
-def test_result_layout_renders_every_tab_with_literal_text() -> None:
+def test_result_layout_renders_every_tab_with_literal_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KG_DATA_DIR", str(tmp_path))  # grades of this page would go to this data dir
     at = AppTest.from_function(_render_hostile).run(timeout=30)
     assert not at.exception
     assert [t.label for t in at.tabs] == ["Facts", "Sources", "Agent context", "Trace"]
-    assert len(at.dataframe) == 1 and at.dataframe[0].value.shape[0] == 1
+    facts, sources = grader_data(at, "facts-"), grader_data(at, "sources-")
+    assert [r["text"] for r in facts["rows"]] == [hostile_result().facts[0].text] and facts["selectable"]
+    assert sources["rows"][0]["text"] == "Ada wrote <script>alert(2)</script>"  # data, set with textContent
     assert at.get("iframe") and IMG not in at.get("iframe")[0].proto.srcdoc
     assert len(at.warning) == 1 and "&lt;img" in at.warning[0].value
     assert at.code[0].value == "## Facts\n- x"
     bodies = " ".join(m.value for m in at.markdown)
     assert "<script>" not in bodies and IMG not in bodies
-    assert "Ada wrote &lt;script&gt;alert\\(2\\)&lt;/script&gt;" in bodies

@@ -15,6 +15,7 @@ from components.results import cli_command
 from retrieval import catalog
 from retrieval.cli import search as search_cli
 from tests.app.conftest import APP
+from tests.app.grading import grader_data
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, write_hostile_bundle
 
 pytestmark = pytest.mark.integration
@@ -50,8 +51,8 @@ def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None
     at = run_page(q=DEMO_QUESTION, max_results="5")
     assert at.text_input(key="q").value == DEMO_QUESTION
     assert [t.label for t in at.tabs][:4] == ["Facts", "Sources", "Agent context", "Trace"]
-    facts = at.dataframe[0].value
-    assert 1 <= len(facts) <= 5 and {"type", "fact"} <= set(facts.columns)
+    facts = grader_data(at, "facts-")["rows"]
+    assert 1 <= len(facts) <= 5 and all(r["text"] and r["tags"][0]["text"] in ("local", "global") for r in facts)
     assert at.get("iframe"), "the subgraph view is missing"
     assert "<canvas" not in at.get("iframe")[0].proto.srcdoc  # vis draws the canvas in the browser
     assert at.code and at.code[0].value.strip(), "agent context is empty"

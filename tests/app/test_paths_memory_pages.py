@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from retrieval.labels import LabelStore
 from retrieval.memory import GraphMemory
+from tests.app.grading import grader_data, send_grades
 from tests.app.graphs import IMG, SCRIPT
 from tests.app.test_pages import run_page, texts
 
@@ -70,14 +72,26 @@ def test_why_connected_ranks_paths_with_sources_beside_the_graph(app_env: Path) 
     ok(at.selectbox(key="a").set_value("price-elasticity").run())
     ok(at.selectbox(key="b").set_value("penetration-pricing").run())
     assert any("paths** between **price elasticity** and **penetration pricing**" in m.value for m in at.markdown)
-    paths = at.dataframe[0].value
-    assert 1 <= len(paths) <= 5 and list(paths["hops"]) == sorted(paths["hops"])
-    assert "--[" in paths["path"].iloc[0]
+    listed = grader_data(at, "why-")
+    paths = listed["rows"]
+    hops = [int(r["tags"][0]["text"].split()[0]) for r in paths]
+    assert 1 <= len(paths) <= 5 and hops == sorted(hops) and listed["selectable"]
+    assert "--[" in paths[0]["text"] and paths[0]["key"].split("|")[1].startswith("path:")
     assert [t.label for t in at.tabs][:2] == ["Ranked paths", "Sources"]
     assert "★ endpoints" in at.get("iframe")[0].proto.srcdoc
     assert any(m.value.startswith("##### :material/menu_book:") for m in at.markdown), "sources tab is empty"
+    # a path graded in place is stored for the derived question, under the sidebar's annotator
+    at.session_state["annotator-input"] = "pat"
+    send_grades(at, listed["key"], [(1, paths[0]["key"], 2)])
+    ok(at.run())
+    assert grader_data(at, "why-")["rows"][0]["grade"] == 2
+    store = LabelStore.in_data_dir(app_env)
+    question = "How is price elasticity connected to penetration pricing?"
+    stored = store.get_labels(question, annotator="pat")
+    assert [(lb.item_id, lb.grade) for lb in stored] == [(paths[0]["key"].split("|")[1], 2)]
+    store.delete_label(question, stored[0].item_id, stored[0].graph_version, annotator="pat")
     ok(at.number_input(key="k").set_value(2).run())
-    assert len(at.dataframe[0].value) == 2
+    assert len(grader_data(at, "why-")["rows"]) == 2
     assert {b.label for b in at.get("download_button")} >= {"JSON", "GraphML"}
 
 
@@ -173,7 +187,7 @@ def test_paths_on_the_hostile_graph_show_payloads_as_text(app_env: Path) -> None
     ok(at.segmented_control(key="mode").set_value("why").run())
     ok(at.selectbox(key="a").set_value("eve").run())
     ok(at.selectbox(key="b").set_value("mallory").run())
-    assert IMG in at.dataframe[0].value["path"].iloc[0]
+    assert IMG in grader_data(at, "why-")["rows"][0]["text"]
     assert any("path** between **Eve Evilname &lt;img" in m.value for m in at.markdown)
     assert all("<img" not in m.value and "<script" not in m.value for m in at.markdown)
     assert IMG not in at.get("iframe")[0].proto.srcdoc

@@ -18,6 +18,7 @@ from components.rerank_view import LabelChanges, LabelTarget, label_changes, qre
 from retrieval import catalog
 from retrieval.labels import LabelStore, parse_qrels, parse_queries
 from tests.app.conftest import APP
+from tests.app.grading import grader_data, scores
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 120
@@ -92,7 +93,9 @@ def test_url_query_shows_pool_scores_ranks_chart_and_visible_degradations(store:
         "left out of the ranks" in shown
     assert "GEMINI_API_KEY is not set" in shown
     assert "This query** · 0 scored queries" in shown
-    assert at.text_input(key="annotator-input") is not None
+    listed = grader_data(at, "grade-grid-")["rows"]
+    assert [r["key"] for r in listed] == list(frame["id"]), "the grading list shows the pool in retrieval order"
+    assert {"graph α/β", "MMR λ", "similarity", "PPR"} <= set(scores(listed[0]))
 
 
 def test_alpha_and_lambda_rerank_the_same_pool_without_retrieving(store: LabelStore) -> None:

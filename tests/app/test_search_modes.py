@@ -15,6 +15,7 @@ from retrieval.models import SearchParams, SearchResult, SourceMetadata, Verbali
 from retrieval.modes import MODES, cited_chunks, jaccard, run_mode
 from retrieval.runtime import KG
 from tests.app.conftest import APP
+from tests.app.grading import grader_data, scores, tags
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT
 
 TIMEOUT = 120
@@ -74,44 +75,44 @@ def test_mode_selector_drives_each_mode_and_shows_its_items(app_env: Path) -> No
     for mode in MODES:
         at.button_group(key="search_mode").set_value(mode).run()
         assert not at.exception, (mode, [(e.value, e.stack_trace) for e in at.exception])
-        table = at.dataframe[0].value
+        table = grader_data(at, "facts-")["rows"]
         assert len(table) >= 1, mode
         tabs = [t.label for t in at.tabs]
         if mode == "kg":
             assert tabs[:4] == ["Facts", "Sources", "Agent context", "Trace"]
-            assert "channel" not in table.columns
+            assert all(len(row["tags"]) == 1 for row in table), "no channel mark on KG facts"
             continue
         assert f"**{MODE_LABELS[mode]} · {len(table)} items**" in markdown(at)
-        assert {"channel", "citation"} <= set(table.columns)
-        assert {c for row in table["channel"] for c in row} <= {"document", "graph"}
+        assert {tags(row)[1] for row in table} <= {"document", "graph"} and all(row["meta"] for row in table)
         assert ("Books" in tabs) == (mode == "multidoc")
         assert bool(at.get("iframe")) == (mode in ("graph", "comprehensive", "dual")), mode
         if mode in ("vector", "hybrid", "multidoc"):
             assert len(table) <= (24 if mode == "multidoc" else 5)  # multi-doc: 5 books × (3 chunks + 3 relations)
     at.button_group(key="search_mode").set_value("kg").run()  # KG parameters kept while they were hidden
-    assert at.number_input(key="max_results").value == 4 and len(at.dataframe[0].value) == 4
+    assert at.number_input(key="max_results").value == 4 and len(grader_data(at, "facts-")["rows"]) == 4
 
 
 @pytest.mark.integration
 def test_tool_modes_show_the_items_the_tool_returns(app_env: Path) -> None:
     at = run_page(q=DEMO_QUESTION, search_mode="dual-channel", limit="4")
     result = run_mode(demo_kg(), "dual", DEMO_QUESTION, limit=4)
-    table = at.dataframe[0].value
-    assert list(table["citation"]) == [f.citation for f in result.facts]
-    assert [row[0] for row in table["channel"]] == [f.channel for f in result.facts]
+    table = grader_data(at, "facts-")["rows"]
+    assert [row["meta"].split(" (+")[0] for row in table] == [f.citation for f in result.facts]
+    assert [tags(row)[1] for row in table] == [f.channel for f in result.facts]
+    assert [row["text"] for row in table] == [f.text for f in result.facts]
     assert {"document", "graph"} <= {f.channel for f in result.facts}
     books = run_page(q=DEMO_QUESTION, search_mode="multi-doc", limit="2")
     groups = run_mode(demo_kg(), "multidoc", DEMO_QUESTION, limit=2).groups
-    body = markdown(books)
-    assert len(groups) == 2 and all(f":material/menu_book: {book}" in body for book in groups)
-    assert ":blue-badge[:material/description: document]" in body and ":violet-badge[:material/hub: graph]" in body
+    rows = grader_data(books, "book-")["rows"]
+    assert len(groups) == 2 and [row["head"] for row in rows if row["head"]] == list(groups)
+    assert {tags(row)[1] for row in rows} == {"document", "graph"}
 
 
 @pytest.mark.integration
 def test_hybrid_text_weight_from_the_link_reaches_the_search(app_env: Path) -> None:
     at = run_page(q=DEMO_QUESTION, search_mode="hybrid", text_weight="0.8", limit="5")
     assert at.slider(key="text_weight").value == pytest.approx(0.8)
-    weights = list(at.dataframe[0].value["text_weight"])
+    weights = [float(scores(row)["text_weight"]) for row in grader_data(at, "facts-")["rows"]]
     assert len(weights) == 5 and weights == pytest.approx([0.8] * 5)
     assert not at.warning
 
@@ -123,7 +124,7 @@ def test_bad_text_weight_in_the_link_is_explained_not_a_crash(app_env: Path, bad
     notes = [w.value for w in at.warning]
     assert any(f"`text_weight={bad}`" in n and "text_weight uses 0.3" in n for n in notes), notes
     assert at.slider(key="text_weight").value == pytest.approx(0.3)
-    weights = list(at.dataframe[0].value["text_weight"])
+    weights = [float(scores(row)["text_weight"]) for row in grader_data(at, "facts-")["rows"]]
     assert weights and weights == pytest.approx([0.3] * len(weights))  # the search still ran, on the default
 
 
@@ -151,26 +152,27 @@ def test_compare_shows_the_jaccard_of_the_two_results_computed_directly(app_env:
     assert metric(at, "Chunks only in vector") == str(len(cb - ca))
     body = markdown(at)
     assert "#### KG vs vector" in body
-    # both ranked lists, each item with its rank, channel badge and shared/unique tag
-    cards = [m.value for m in at.markdown if m.value.startswith("**") and "-badge[" in m.value]
-    assert len(cards) == len(a.facts) + len(b.facts)
-    assert sum(":violet-badge[:material/hub: graph]" in c for c in cards) == len(a.facts)
-    assert sum(":blue-badge[:material/description: document]" in c for c in cards) == len(b.facts)
+    # both ranked lists, each item gradable with its rank, channel mark and shared/unique tag
+    side_a, side_b = grader_data(at, "compare-list-a")["rows"], grader_data(at, "compare-list-b")["rows"]
+    assert [r["rank"] for r in side_a] == [str(i) for i in range(1, len(a.facts) + 1)] and len(side_b) == len(b.facts)
+    assert all(tags(r)[1] == "graph" for r in side_a) and all(tags(r)[1] == "document" for r in side_b)
     unique_b = [f for f in b.facts if not ca & set(f.chunk_ids)]
-    assert sum(":orange-badge[only here]" in c for c in cards) == len(unique_b) + sum(
+    cards = side_a + side_b
+    assert sum("only here" in tags(r) for r in cards) == len(unique_b) + sum(
         1 for f in a.facts if not cb & set(f.chunk_ids))
     at.toggle(key="compare-only-unique").set_value(True).run()
-    shown = [m.value for m in at.markdown if m.value.startswith("**") and "-badge[" in m.value]
-    assert all(":orange-badge[only here]" in c for c in shown) and len(shown) < len(cards)
+    shown = grader_data(at, "compare-list-a")["rows"] + grader_data(at, "compare-list-b")["rows"]
+    assert all("only here" in tags(r) for r in shown) and len(shown) < len(cards)
 
 
 @pytest.mark.integration
 def test_compare_on_the_hostile_graph_shows_payloads_as_text(app_env: Path) -> None:
     at = run_page(q=HOSTILE_QUERY, graph=HOSTILE_GRAPH, vs="dual-channel")
     body = markdown(at)
-    assert ":violet-badge[:material/hub: graph]" in body and ":blue-badge[:material/description: document]" in body
     assert IMG not in body and "<script" not in body and SCRIPT not in body
-    assert "&lt;img src\\=x onerror\\=alert\\(1\\)&gt;" in body  # shown as text, every Markdown sign escaped
+    rows = grader_data(at, "compare-list-a")["rows"] + grader_data(at, "compare-list-b")["rows"]
+    assert any(IMG in r["text"] for r in rows)  # data for textContent: the browser shows it as text
+    assert {tags(r)[1] for r in rows} == {"document", "graph"}
 
 
 def _render_partial_failure() -> None:
@@ -185,13 +187,16 @@ def _render_partial_failure() -> None:
     render_result(result, {}, "listing", key="k")
 
 
-def test_a_tool_result_shows_its_degradation_up_front_and_takes_the_full_width() -> None:
+def test_a_tool_result_shows_its_degradation_up_front_and_takes_the_full_width(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KG_DATA_DIR", str(tmp_path))  # where this page's grades would go
     at = AppTest.from_function(_render_partial_failure).run(timeout=30)
     assert not at.exception, [e.stack_trace for e in at.exception]
     assert "graph search failed" in at.warning[0].value  # above the tabs, before the Trace repeats it
     assert [t.label for t in at.tabs] == ["Facts", "Sources", "Listing", "Trace"]
     assert not at.get("iframe")  # no subgraph: no empty graph box
-    table = at.dataframe[0].value
-    assert list(table["channel"]) == [["document"]] and list(table["citation"]) == ["Book › Ch"]
+    table = grader_data(at, "facts-")["rows"]
+    assert [tags(row) for row in table] == [["document", "document"]] and table[0]["meta"] == "Book › Ch"
     assert "**comprehensive · 1 items** (1 document, 0 graph)" in markdown(at) and ":orange[1 warning]" in markdown(at)
     assert at.code[0].value == "listing"

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -269,6 +270,19 @@ def test_bootstrap_interval_and_paired_test() -> None:
     assert paired_p_value(np.array([3.0, 1, 2, 5]), np.array([1.0, 2, 0, 1])) == pytest.approx(4 / 16)
     assert paired_p_value(np.ones(4), np.zeros(4)) == pytest.approx(2 / 16)
     assert paired_p_value(np.ones(3), np.ones(3)) == 1.0
+    # one query: its two sign flips give |d| both times, so p = 1 (scipy refuses a one-observation sample)
+    assert paired_p_value(np.array([1.0]), np.array([0.0])) == 1.0
+
+
+def test_compare_with_one_or_no_scored_query_reports_without_error_or_warning() -> None:
+    runs = {"a": {"q": ["x", "y"]}, "b": {"q": ["y", "x"]}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "mean of empty slice" would be one
+        one = evaluate([make_label("q", "x", 2)], runs, compare=("a", "b"))
+        none = evaluate([make_label("q", "x", 0)], runs, compare=("a", "b"))
+    assert one.comparisons[0].n_queries == 1 and one.comparisons[0].p_value == 1.0
+    assert none.comparisons[0].n_queries == 0 and none.comparisons[0].p_value == 1.0
+    assert none.systems[0].metrics["RR"].ci_low == none.systems[0].metrics["RR"].ci_high == 0.0
 
 
 def test_evaluate_reports_intervals_unjudged_items_comparisons_and_ties() -> None:

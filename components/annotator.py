@@ -1,0 +1,86 @@
+"""The annotator's name: one sidebar field that every grading surface uses, remembered for the browser session.
+
+The name is kept in the tab's sessionStorage (a small bidirectional component), not in a URL parameter: a name in
+the URL travels with every copied link and would make a colleague grade under it without noticing. Across page
+changes the field keeps its value (it lives in the app shell's sidebar); after a reload the browser hands the name
+back on the first run. `consensus` and `adjudicated` are reserved (derived and decided labels), so they are refused.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components.grader import GradeTarget, label_store
+from components.text import md_literal
+from retrieval.errors import ValidationError
+from retrieval.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
+
+FIELD = "annotator-input"
+MEMORY = "annotator-memory"
+KNOWN = "annotator-known"  # the browser has reported what it remembered (once per session)
+
+_MEMORY_JS = """
+export default function ({ data, setStateValue }) {
+  const KEY = "kglens.annotator";
+  let stored = "";
+  try { stored = window.sessionStorage.getItem(KEY) || ""; } catch (e) { stored = ""; }
+  if (!data || !data.known) { setStateValue("stored", stored); return; }
+  try {
+    if (data.name) window.sessionStorage.setItem(KEY, data.name);
+    else window.sessionStorage.removeItem(KEY);
+  } catch (e) { /* storage off: the name is kept for this page session only */ }
+}
+"""
+_MEMORY = st.components.v2.component("kglens_annotator_memory", js=_MEMORY_JS)
+
+
+def _restore() -> None:
+    """The browser's remembered name fills an empty field, once per session (the memory's change callback, and
+    again before the field is drawn: idempotent)."""
+    if st.session_state.get(KNOWN):
+        return
+    state = st.session_state.get(MEMORY)
+    stored = state.get("stored") if hasattr(state, "get") else None
+    if not isinstance(stored, str):
+        return  # the browser has not reported yet: until it has, nothing is written to its storage
+    if stored and not st.session_state.get(FIELD):
+        st.session_state[FIELD] = stored[:MAX_ANNOTATOR_CHARS]
+    st.session_state[KNOWN] = True
+
+
+def annotator_error(raw: str) -> str | None:
+    """Why `raw` cannot be an annotator name, or None."""
+    try:
+        name = normalize_annotator(raw)
+    except ValidationError as exc:
+        return str(exc)
+    return f"{ADJUDICATED!r} is reserved for decisions made in the Agreement view" if name == ADJUDICATED else None
+
+
+def current_annotator() -> str | None:
+    """The name grades are stored under ('' is anonymous); None while the sidebar name is invalid."""
+    raw = str(st.session_state.get(FIELD, "") or "")
+    return None if annotator_error(raw) else normalize_annotator(raw)
+
+
+def annotator_box() -> None:
+    """The sidebar field, and the component that remembers it in sessionStorage."""
+    with st.sidebar:
+        st.markdown("#### Labeling")
+        if MEMORY in st.session_state:
+            _restore()
+        st.text_input("Annotator", key=FIELD, placeholder="your name (empty: anonymous)",
+                      max_chars=MAX_ANNOTATOR_CHARS,
+                      help="Every grade you give is stored under this name; kept for this browser tab's session")
+        raw = str(st.session_state.get(FIELD, "") or "")
+        problem = annotator_error(raw)
+        if problem:
+            st.error(f"Grading is off: {md_literal(problem)}", icon=":material/error:")
+        _MEMORY(key=MEMORY, data={"known": bool(st.session_state.get(KNOWN)), "name": "" if problem else raw},
+                on_stored_change=_restore, height=0)
+
+
+def grading_target(graph_version: str) -> GradeTarget:
+    """Where this page's grades go: the data dir's label store, the graph version, the sidebar's annotator."""
+    return GradeTarget(label_store(str(app_state.settings().data_dir)), graph_version, current_annotator())

@@ -1,0 +1,41 @@
+"""Labeling: query sets, TREC-style pools, the blind grading queue, agreement with adjudication, qrels export."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components import labeling as lab
+from components.annotator import grading_target
+from components.text import md_literal
+from retrieval.errors import RetrievalError
+
+cfg = app_state.settings()
+handle = app_state.current_handle(cfg)
+st.markdown("### Labeling")
+if handle is None:
+    st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
+    st.stop()
+try:
+    kg = app_state.open_kg(cfg, handle)
+except RetrievalError as exc:
+    st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
+    st.stop()
+
+target = grading_target(kg.version)
+qset = lab.choose_set(target.store)
+if qset is None:
+    st.caption("Import a query set to start: each query's candidates are pooled from every search mode and reranker, "
+               "then graded blind, query by query, with the keyboard.")
+    lab.render_query_set_import()
+    st.stop()
+queue_tab, sets_tab, agree_tab, export_tab = st.tabs(["Queue", "Query sets and pools", "Agreement", "Export"])
+with queue_tab:
+    lab.render_queue(target.store, qset, target)
+with sets_tab:
+    lab.render_pool(kg, target.store, qset)
+    lab.render_query_set_import()
+with agree_tab:
+    lab.render_agreement(target.store, qset, kg.version)
+with export_tab:
+    lab.render_export(target.store, qset, kg.version)
