@@ -33,6 +33,7 @@ _GRADER = st.components.v2.component(
     html="",
     css=(ASSETS / "grader.css").read_text(encoding="utf-8"),
     js=(ASSETS / "grader.js").read_text(encoding="utf-8"),
+    isolate_styles=False,  # in the page's DOM (CSS scoped to .kg-grader): page text search and checks see it
 )
 
 
@@ -140,12 +141,21 @@ def _state(key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _apply(key: str, rows: Mapping[str, tuple[str, str]], target: GradeTarget) -> None:
-    """Apply the component's pending log (its change callback, and again at render: idempotent by seq)."""
+def _apply(key: str, rows: Mapping[str, tuple[str, str]], target: GradeTarget) -> bool:
+    """Apply the component's pending log (its change callback, and again at render: idempotent by seq); True when
+    it stored anything."""
     applied = st.session_state.setdefault(APPLIED, {})
+    before = dict(applied)
     problems = apply_log(_state(key).get("log"), rows, target, applied)
     if problems:
         st.session_state[f"{key}:problems"] = [*st.session_state.get(f"{key}:problems", []), *problems]
+    return applied != before
+
+
+def apply_pending(rows: Sequence[GradeRow], key: str, target: GradeTarget) -> bool:
+    """Store list `key`'s unacknowledged grades now, for a page that reads labels before it draws the list (the
+    change callback normally has; this is idempotent). True when it stored anything."""
+    return _apply(key, {r.key: (r.query, r.item_id) for r in rows}, target)
 
 
 def selected_key(key: str) -> str | None:

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import app_state
-from components.grader import GradeRow, GradeTarget, Tag, label_store, render_grader
+from components.grader import GradeRow, GradeTarget, Tag, apply_pending, label_store, render_grader
 from components.text import clean, md_code, md_literal, short, slug
 from retrieval.agreement import AgreementReport, agreement
 from retrieval.errors import NotFoundError, RetrievalError
@@ -139,6 +139,9 @@ def render_queue(store: LabelStore, qset: QuerySet, target: GradeTarget) -> None
         return
     reveal = st.toggle("Reveal systems and ranks", key="reveal",
                        help="Off while grading, so which system found an item cannot bias its grade")
+    key = f"queue-{slug(qset.name, 40, 'set')}-{target.graph_version}-{target.annotator}"
+    rows, start = queue_rows(store, qset, target, reveal)
+    apply_pending(rows, key, target)  # before the progress bar reads the labels
     frame, labeled, pooled = progress_frame(store, qset, target)
     who = md_literal(target.annotator) if target.annotator else "anonymous"
     st.progress(labeled / pooled if pooled else 0.0,
@@ -148,9 +151,7 @@ def render_queue(store: LabelStore, qset: QuerySet, target: GradeTarget) -> None
             "labeled": st.column_config.ProgressColumn("labeled", format="%d", min_value=0,
                                                        max_value=int(frame["pooled"].max() or 1)),
         })
-    rows, start = queue_rows(store, qset, target, reveal)
-    render_grader(rows, key=f"queue-{slug(qset.name, 40, 'set')}-{target.graph_version}-{target.annotator}",
-                  target=target, start=start, height=620, own_only=True)
+    render_grader(rows, key=key, target=target, start=start, height=620, own_only=True)
 
 
 # --- agreement and adjudication ------------------------------------------------------------------------
@@ -176,9 +177,23 @@ def pairs_frame(report: AgreementReport) -> pd.DataFrame:
                           "Cohen's κ": p.kappa, "κ quadratic": p.weighted_kappa} for p in report.pairs])
 
 
+def disagreement_rows(report: AgreementReport) -> list[GradeRow]:
+    """Each disagreement as a row: the item, every annotator's grade, and what the adjudication rule gives."""
+    return [GradeRow(
+        key=f"{d.query_id}|{d.item_id}", query=d.query, item_id=d.item_id, text=d.text or d.item_id,
+        head=f"{d.query_id} · {d.query}" if n == 0 or report.disagreements[n - 1].query != d.query else "",
+        tags=(Tag("tie: unresolved", "orange") if d.resolved is None else Tag(f"rule gives {d.resolved}", "green"),),
+        meta=d.item_id, scores=tuple((name, str(g)) for name, g in sorted(d.grades.items())),
+    ) for n, d in enumerate(report.disagreements)]
+
+
 def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
     """Kappa per pair, Krippendorff's alpha over all, and each disagreement with an adjudication control."""
+    key = f"adjudicate-{slug(qset.name, 40, 'set')}-{version}"
+    target = GradeTarget(store, version, ADJUDICATED)
     report = agreement_report(store, qset, version)
+    if apply_pending(disagreement_rows(report), key, target):  # a decision just given changes what the rule gives
+        report = agreement_report(store, qset, version)
     cols = st.columns(3)
     cols[0].metric("Annotators", len(report.annotators), border=True,
                    help=", ".join(report.annotators) or None)
@@ -193,14 +208,7 @@ def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
         st.dataframe(pairs_frame(report), hide_index=True, key="agree-pairs", column_config=fmt)
     st.markdown(f"**{len(report.disagreements)} disagreements** · grade one to record the adjudicated grade "
                 f"(annotator {md_code(ADJUDICATED)}), which `eval-labels` and the export then use")
-    rows = [GradeRow(
-        key=f"{d.query_id}|{d.item_id}", query=d.query, item_id=d.item_id, text=d.text or d.item_id,
-        head=f"{d.query_id} · {d.query}" if n == 0 or report.disagreements[n - 1].query != d.query else "",
-        tags=(Tag("tie: unresolved", "orange") if d.resolved is None else Tag(f"rule gives {d.resolved}", "green"),),
-        meta=d.item_id, scores=tuple((name, str(g)) for name, g in sorted(d.grades.items())),
-    ) for n, d in enumerate(report.disagreements)]
-    render_grader(rows, key=f"adjudicate-{slug(qset.name, 40, 'set')}-{version}",
-                  target=GradeTarget(store, version, ADJUDICATED), own_only=True, empty="No disagreements.")
+    render_grader(disagreement_rows(report), key=key, target=target, own_only=True, empty="No disagreements.")
 
 
 # --- export ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import streamlit as st
 
 from components.annotator import current_annotator
 from components.facts import where_of
-from components.grader import GradeRow, GradeTarget, Tag, render_grader
+from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from components.search_form import render_examples
 from components.text import clean, md_code, md_literal, short
 from retrieval.errors import RetrievalError
@@ -353,6 +353,11 @@ def candidate_rows(inspection: Inspection, none_rank: bool = False) -> list[Grad
         rows.append(GradeRow(key=c.id, query=inspection.query, item_id=c.id, text=c.text, rank=f"#{i}",
                              tags=(Tag(c.type),), meta=where_of(c), scores=tuple(chips)))
     return rows
+
+
+def apply_grades(inspection: Inspection, grader: GradeTarget, key: str) -> None:
+    """Store grades the list has not had acknowledged yet, before the metrics above it read the labels."""
+    apply_pending(candidate_rows(inspection), f"grade-grid-{key}", grader)
 
 
 def render_candidates(

@@ -43,6 +43,7 @@ view.render_notes(chosen.notes, inspection, pool)
 
 grader = grading_target(kg.version)
 key = result_key(kg.version, req.kind, pool.query)
+view.apply_grades(inspection, grader, key)  # before this run's metrics read the labels
 all_labels = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
 mine = shown_labels(view.labels_of_kind(grader.store.get_labels(pool.query, kg.version), req.kind),
                     grader.annotator or "")

@@ -16,6 +16,7 @@ const HELP = [
   ["k  or  ↑", "previous item"],
   ["Home / End", "first / last item"],
   ["u", "undo your last grade"],
+  ["Delete / ⌫", "remove your grade of the item"],
   ["Enter", "pick the item (shows it in the graph and its details)"],
   ["?", "show or hide these keys"],
 ];
@@ -33,11 +34,11 @@ function newClientId() {
 }
 
 function mount(parent) {
-  const root = el("div", "grader");
+  const root = el("div", "kg-grader");
   root.tabIndex = 0;
   root.setAttribute("role", "listbox");
   const bar = el("div", "bar");
-  const hint = el("span", "hint", "Click an item, then keys: 0–3 grade · j/k move · u undo · ? help");
+  const hint = el("span", "hint", "Click an item, then keys: 0–3 grade · j/k move · u undo · ⌫ remove · ? help");
   const status = el("span", "status");
   const helpButton = el("button", "help-button", "?");
   helpButton.type = "button";
@@ -87,10 +88,11 @@ function push(s, key, grade, show) {
 }
 
 function grade(s, index, value, advance) {
+  // value null removes your own grade (another annotator's, if any, shows again after the next run)
   const row = s.rows[index];
   if (!row || s.readonly) return;
   s.undo.push({ key: row.key, before: shown(s, row) });
-  push(s, row.key, value, { grade: value, by: "", mine: true });
+  push(s, row.key, value, value === null ? { grade: null, by: "", mine: false } : { grade: value, by: "", mine: true });
   if (advance && index < s.rows.length - 1) s.cursor = index + 1;
   paint(s);
   if (advance) reveal(s);
@@ -138,6 +140,7 @@ function onKey(s, e) {
   else if (k === "Home") move(s, 0);
   else if (k === "End") move(s, s.rows.length - 1);
   else if (k === "u") undo(s);
+  else if (k === "Delete" || k === "Backspace") grade(s, s.cursor, null, false);
   else if (k === "?") toggleHelp(s);
   else if (k === "Escape" && !s.help.hidden) toggleHelp(s, false);
   else if ((k === "Enter" || k === " ") && s.selectable) select(s, s.cursor);

@@ -26,9 +26,10 @@ def grader_data(at: AppTest, prefix: str) -> dict[str, Any]:
     raise AssertionError(f"no grading list {prefix!r}; lists: {grader_keys(at)}")
 
 
-def send_grades(at: AppTest, key: str, events: list[tuple[int, str, int | None]], client: str = "test-client") -> None:
-    """Set the list's state as the browser does: the log of every (seq, row key, grade) not acknowledged yet."""
-    at.session_state[key] = {"log": {"client": client, "events": [{"seq": s, "key": k, "grade": g}
+def send_grades(at: AppTest, key: str, events: list[tuple[int, str, int | None]], client: str = "") -> None:
+    """Set the list's state as the browser does: the log of every (seq, row key, grade) not acknowledged yet, from
+    one mounted list (client ids are random per mount in the browser; here one per list unless given)."""
+    at.session_state[key] = {"log": {"client": client or f"client-{key}", "events": [{"seq": s, "key": k, "grade": g}
                                                                    for s, k, g in events]}}
 
 

@@ -18,7 +18,7 @@ from components.rerank_view import LabelChanges, LabelTarget, label_changes, qre
 from retrieval import catalog
 from retrieval.labels import LabelStore, parse_qrels, parse_queries
 from tests.app.conftest import APP
-from tests.app.grading import grader_data, scores
+from tests.app.grading import grader_data, scores, send_grades
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 120
@@ -159,6 +159,18 @@ def test_stored_labels_fill_the_grid_and_score_every_reranker(store: LabelStore,
     assert metric_tables and set(metric_tables[0]["reranker"]) == {"none", "graph α/β", "MMR λ"}
     assert metric_tables[0]["MRR"].between(0, 1).all()
     assert any("nDCG@10 per query" in c.value for c in at.caption)
+    intervals = next(d.value for d in at.dataframe if "unjudged@10" in d.value.columns)
+    assert set(intervals["reranker"]) == {"none", "graph α/β", "MMR λ"}
+    assert intervals["nDCG@10"].str.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]").all()
+    assert intervals["unjudged@10"].str.fullmatch(r"\d+ of 10").all()
+    paired = next(d.value for d in at.dataframe if "p < 0.05" in d.value.columns)  # graph vs none by default
+    assert list(paired["measure"]) == ["nDCG@10", "P@10", "R@10", "MRR"] and (paired["p"] == 1.0).all()  # 1 query
+    # a grade given in the list is stored at once and counted by this run's metrics
+    listed = grader_data(at, "grade-grid-")
+    send_grades(at, listed["key"], [(1, ids[2], 1)])
+    at.run()
+    assert not at.exception and f"4 of {len(frame)} graded" in texts(at)
+    assert [(lb.grade, lb.annotator) for lb in store.get_labels(QUERY) if lb.item_id == ids[2]] == [(1, "")]
 
 
 def test_no_query_offers_the_demo_questions(app_env: Path) -> None:

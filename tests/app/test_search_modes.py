@@ -11,11 +11,12 @@ from components.compare_view import compare
 from components.search_form import MODE_LABELS
 from retrieval import catalog
 from retrieval.config import Settings
+from retrieval.labels import LabelStore
 from retrieval.models import SearchParams, SearchResult, SourceMetadata, VerbalizedFact
 from retrieval.modes import MODES, cited_chunks, jaccard, run_mode
 from retrieval.runtime import KG
 from tests.app.conftest import APP
-from tests.app.grading import grader_data, scores, tags
+from tests.app.grading import grader_data, scores, send_grades, tags
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT
 
 TIMEOUT = 120
@@ -163,6 +164,22 @@ def test_compare_shows_the_jaccard_of_the_two_results_computed_directly(app_env:
     at.toggle(key="compare-only-unique").set_value(True).run()
     shown = grader_data(at, "compare-list-a")["rows"] + grader_data(at, "compare-list-b")["rows"]
     assert all("only here" in tags(r) for r in shown) and len(shown) < len(cards)
+
+
+@pytest.mark.integration
+def test_a_grade_given_in_one_compared_list_shows_in_the_other(app_env: Path) -> None:
+    question = "What does a price anchor do to willingness to pay?"  # not used by the other app tests
+    at = run_page(q=question, search_mode="vector", vs="hybrid", limit="5")
+    a, b = grader_data(at, "compare-list-a"), grader_data(at, "compare-list-b")
+    item = next(r["key"].split("|")[1] for r in a["rows"] if any(r["key"].split("|")[1] == x["key"].split("|")[1]
+                                                                 for x in b["rows"]))
+    send_grades(at, a["key"], [(1, next(r["key"] for r in a["rows"] if r["key"].endswith("|" + item)), 3)])
+    at.run()
+    shown = [r for r in grader_data(at, "compare-list-b")["rows"] if r["key"].endswith("|" + item)]
+    assert [(r["grade"], r["mine"]) for r in shown] == [(3, True)]
+    store = LabelStore.in_data_dir(app_env)
+    assert [(lb.item_id, lb.grade) for lb in store.get_labels(question)] == [(item, 3)]
+    store.delete_label(question, item, store.get_labels(question)[0].graph_version)
 
 
 @pytest.mark.integration

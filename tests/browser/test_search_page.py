@@ -1,4 +1,5 @@
-"""The Search page in Debian chromium: query → graph canvas + facts, pick a fact → highlight + sources; hostile text."""
+"""The Search page in Debian chromium: query → graph canvas + facts, pick a fact → highlight + sources; hostile text;
+a grade given on a fact shows in the Rerank Inspector."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from tests.browser.conftest import FRESH_GRAPH_DRAWN, ask, mark_graphs_stale
 pytestmark = pytest.mark.browser
 
 GRAPH_FRAME = '[data-testid="stIFrame"]'
-FACTS = '[data-testid="stDataFrame"]'  # any table (other pages' tests use it too)
-FACT_TABLE = '[class*="st-key-facts-"] [data-testid="stDataFrame"]'  # the Search page's facts, not its overview
-ROW_HEIGHT = 35  # glide-data-grid default row and header height in Streamlit
+FACTS = ".kg-grader"  # any grading list (the Paths page's tests use it too)
+FACT_TABLE = '[class*="st-key-facts-"] .kg-grader'  # the Search page's facts list
 
 
 def graph_frame(page: Any) -> Any:
@@ -38,11 +38,9 @@ def focus_counts(page: Any) -> tuple[int, int]:
 
 
 def click_fact_row(page: Any, row: int) -> None:
-    """Click the selection checkbox of fact `row` (0-based) in the canvas-drawn grid."""
-    table = page.locator(FACT_TABLE)
-    box = (table if table.count() else page.locator(FACTS)).first.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + 14, box["y"] + ROW_HEIGHT * (row + 1) + ROW_HEIGHT / 2)
+    """Pick item `row` (0-based) of the facts list (else of the first grading list): click its text."""
+    facts = page.locator(FACT_TABLE)
+    (facts if facts.count() else page.locator(FACTS)).first.locator(".row").nth(row).locator(".text").click()
 
 
 def press_enter_and_wait_drawn(page: Any, box: Any, text: str) -> float:
