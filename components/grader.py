@@ -22,7 +22,7 @@ import streamlit as st
 
 from components.text import clean, md_literal
 from retrieval.errors import RetrievalError
-from retrieval.labels import ADJUDICATED, CONSENSUS, Label, LabelStore, shown_labels
+from retrieval.labels import ADJUDICATED, CONSENSUS, Label, LabelStore, normalize_query, shown_labels
 
 ASSETS = Path(__file__).parent / "assets"
 APPLIED = "grader-applied"  # session_state: client id -> the last seq applied (client ids are random per mount)
@@ -192,8 +192,6 @@ def _by(label: Label, annotator: str | None) -> tuple[str, bool]:
 def row_data(rows: Sequence[GradeRow], grades: Mapping[tuple[str, str], Label], annotator: str | None,
              ) -> list[dict[str, Any]]:
     """The rows as the component reads them (every string cleaned; the browser sets them with textContent)."""
-    from retrieval.labels import normalize_query
-
     out = []
     for r in rows:
         label = grades.get((normalize_query(r.query), r.item_id))

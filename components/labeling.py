@@ -22,6 +22,7 @@ from retrieval.runtime import KG
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]
+MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000 characters)
 
 
 # --- query sets -----------------------------------------------------------------------------------------
@@ -35,6 +36,7 @@ def render_query_set_import(key: str = "qs") -> None:
     if flash:
         st.success(flash, icon=":material/check:")
     upload = st.file_uploader("queries.tsv or JSONL", type=QUERY_FILE_TYPES, key=f"{key}-file",
+                              max_upload_size=MAX_QUERY_FILE_MB,
                               help="TSV: query_id<TAB>query text per line. JSONL: {\"id\": …, \"query\": …} per line.")
     cols = st.columns([3, 1.2], vertical_alignment="bottom")
     stem = upload.name.rsplit(".", 1)[0] if upload is not None else ""

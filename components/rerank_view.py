@@ -361,11 +361,12 @@ def apply_grades(inspection: Inspection, grader: GradeTarget, key: str) -> None:
 
 
 def render_candidates(
-    inspection: Inspection, grader: GradeTarget, table: LabelTarget, labels: Mapping[str, Label], key: str, *,
-    none_rank: bool = False,
+    inspection: Inspection, grader: GradeTarget, labels: Mapping[str, Label], key: str, *, none_rank: bool = False,
 ) -> None:
     """The candidates as a grading list (keys or buttons; each grade stored at once), then the same pool as a
-    sortable table of every rank and score, where notes can be added to graded rows."""
+    sortable table of every rank and score, where notes can be added to your graded rows."""
+    own = {i: lb for i, lb in labels.items() if lb.annotator == grader.annotator}
+    table = LabelTarget.of(grader.store, inspection, own, grader.graph_version)
     flash = st.session_state.pop("rerank-flash", None)
     if flash:
         st.error(md_literal(flash), icon=":material/error:")
@@ -429,14 +430,12 @@ def _number_config(frame: pd.DataFrame, fmt: str, help: str | None = None) -> di
 
 
 def intervals_frame(report: EvalReport) -> pd.DataFrame:
-    """Per system: each mean with its 95% bootstrap interval over queries, and its still-unjudged top-k items."""
+    """Per system: its still-unjudged top-k items, and the 95% bootstrap interval over queries of each mean."""
     rows = []
     for sys in report.systems:
         row: dict[str, Any] = {"reranker": RERANKER_LABELS.get(sys.system, sys.system)}
-        for m, e in sys.metrics.items():
-            row[_name(m)] = f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
-        for k, n in sys.unjudged.items():
-            row[f"unjudged@{k}"] = f"{n} of {sys.ranked[k]}"
+        row |= {f"unjudged@{k}": f"{n} of {sys.ranked[k]}" for k, n in sys.unjudged.items()}
+        row |= {_name(m): f"[{e.ci_low:.3f}, {e.ci_high:.3f}]" for m, e in sys.metrics.items()}
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -452,8 +451,8 @@ def render_metrics(report: EvalReport, title: str, key: str, empty: str) -> None
     means, lift = metrics_frames(report)
     st.caption(headline(report))
     st.dataframe(means, hide_index=True, column_config=_number_config(means, "%.3f"), key=key)
-    st.caption(f"Mean [95% bootstrap interval over queries, B={report.bootstrap}] · unjudged: top-k items nobody "
-               "has graded yet" + (" (one query: no spread to resample)" if n == 1 else ""))
+    st.caption(f"Unjudged: top-k items nobody has graded yet · 95% bootstrap interval of each mean over queries "
+               f"(B={report.bootstrap})" + (" (one query: no spread to resample)" if n == 1 else ""))
     st.dataframe(intervals_frame(report), hide_index=True, key=f"{key}-ci")
     if not lift.empty:
         st.caption("Lift over no rerank (difference of means)")

@@ -53,9 +53,7 @@ with chart.container(height=view.PANEL_HEIGHT, border=False):
 with metrics.container(height=view.PANEL_HEIGHT, border=False):
     view.render_metrics(evaluate(list(mine.values()), inspection.runs(), (knobs.k,)), "This query", "m-this",
                         "Grade candidates 0–3 below; a grade of 1 or more makes this query scorable.")
-own = {i: lb for i, lb in mine.items() if lb.annotator == grader.annotator}
-view.render_candidates(inspection, grader, view.LabelTarget.of(grader.store, inspection, own, kg.version), mine,
-                       key="grid-" + key, none_rank=req.kind == "chunks")
+view.render_candidates(inspection, grader, mine, key="grid-" + key, none_rank=req.kind == "chunks")
 
 st.markdown(f"#### All labelled queries · {req.kind} pool")
 report, runs = state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,

@@ -161,7 +161,8 @@ def test_stored_labels_fill_the_grid_and_score_every_reranker(store: LabelStore,
     assert any("nDCG@10 per query" in c.value for c in at.caption)
     intervals = next(d.value for d in at.dataframe if "unjudged@10" in d.value.columns)
     assert set(intervals["reranker"]) == {"none", "graph α/β", "MMR λ"}
-    assert intervals["nDCG@10"].str.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]").all()
+    assert intervals["nDCG@10"].str.fullmatch(r"\[\d\.\d{3}, \d\.\d{3}\]").all()
+    assert list(intervals.columns[:2]) == ["reranker", "unjudged@10"]
     assert intervals["unjudged@10"].str.fullmatch(r"\d+ of 10").all()
     paired = next(d.value for d in at.dataframe if "p < 0.05" in d.value.columns)  # graph vs none by default
     assert list(paired["measure"]) == ["nDCG@10", "P@10", "R@10", "MRR"] and (paired["p"] == 1.0).all()  # 1 query

@@ -13,7 +13,7 @@ from tests.browser.test_search_page import egress
 
 pytestmark = pytest.mark.browser
 
-ITEMS = '.st-key-compare-{side} [data-testid="stMarkdownContainer"]:has(span.stMarkdownBadge)'
+ITEMS = ".st-key-compare-{side} .kg-grader .row"  # each side's grading list
 JACCARD = "Overlap (Jaccard of cited chunks)"
 
 
@@ -53,12 +53,13 @@ def test_compare_kg_with_vector_on_a_demo_question(page: Any, app_url: str, arti
 
     kg_items, vec_items = items(page, "a"), items(page, "b")
     assert len(kg_items) >= 1 and len(vec_items) == 10  # KG max_results and vector limit default to 10
-    # every item carries its document/graph badge and a citation (book › chapter for these two modes)
-    kg_badges = page.locator(".st-key-compare-a span.stMarkdownBadge").all_inner_texts()
-    vec_badges = page.locator(".st-key-compare-b span.stMarkdownBadge").all_inner_texts()
-    assert sum("graph" in b for b in kg_badges) == len(kg_items)
-    assert sum("document" in b for b in vec_badges) == len(vec_items)
-    assert all("›" in text.splitlines()[0] for text in kg_items + vec_items)
+    # every item carries its document/graph mark and a citation (book › chapter for these two modes)
+    kg_badges = page.locator(".st-key-compare-a .kg-grader .tag").all_inner_texts()
+    vec_badges = page.locator(".st-key-compare-b .kg-grader .tag").all_inner_texts()
+    assert kg_badges.count("graph") == len(kg_items)
+    assert vec_badges.count("document") == 2 * len(vec_items)  # type and channel
+    citations = page.locator(".st-key-compare-a .kg-grader .where, .st-key-compare-b .kg-grader .where")
+    assert citations.count() == len(kg_items) + len(vec_items) and all("›" in c for c in citations.all_inner_texts())
     assert sum("only here" in b for b in kg_badges + vec_badges) + sum("shared" in b for b in kg_badges + vec_badges) \
         == len(kg_items) + len(vec_items)
     page.screenshot(path=str(artifacts / "compare_view.png"), full_page=True)

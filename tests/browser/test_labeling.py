@@ -140,9 +140,18 @@ def test_a_grade_given_on_the_search_page_shows_in_the_rerank_inspector(
     store = LabelStore.in_data_dir(app_data_dir)
     for lb in store.get_labels(SEARCH_QUESTION):  # a re-run starts unlabelled
         store.delete_label(lb.query_text, lb.item_id, lb.graph_version)
+    page.set_viewport_size({"width": 1600, "height": 1000})  # the width at which the old table cut facts at ~45 chars
     open_app(page, app_url, "/?" + urllib.parse.urlencode({"q": SEARCH_QUESTION}))
     first = page.locator(FACTS + " .row").first
     first.wait_for(timeout=90_000)
+    # the whole fact, wrapped; the scores that ranked it and its book › chapter on screen, no sideways scrolling
+    assert page.locator(FACTS).evaluate("el => el.scrollWidth - el.clientWidth") <= 0
+    text = first.locator(".text").inner_text()
+    assert len(text) > 60 and not text.endswith("…") and "--" in text  # a verbalized relation, whole
+    for part in (first.locator(".score").first, first.locator(".where")):
+        box = part.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1600
+    assert "›" in first.locator(".where").inner_text()
     item = (first.get_attribute("data-key") or "").split("|", 1)[1]
     first.locator('button[data-grade="2"]').click()  # a grade button; the keys work the same
     settled(page, FACTS)
