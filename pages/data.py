@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import app_state
+from components.fewshot_editor import render_fewshot_editor
 from components.ingest_panel import (
     FORMATS,
     graphs_frame,
@@ -60,3 +61,7 @@ with right:
     if st.button("Import", disabled=not (chosen and name), icon=":material/upload:"):
         run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model))
     st.caption("Formats: the native bundle (docs/bundle-format.md) or HippoRAG's openie_*.json + corpus.")
+
+if handle is not None:
+    with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):
+        render_fewshot_editor(cfg, handle.name)

@@ -44,6 +44,7 @@ from retrieval.models import (
     Subgraph,
     VerbalizedFact,
 )
+from retrieval.nomatch import strength
 from retrieval.ppr import ppr
 from retrieval.rerank.base import EmbeddingCache
 from retrieval.runtime import KG
@@ -299,4 +300,5 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         timings=tuple(trace.timings),
         warnings=tuple(dict.fromkeys(trace.warnings)),
         graph_version=kg.version,
+        evidence_strength=strength(rel_hits[0], chunk_hits, entity_hits, kg.embedder.name),
     )

@@ -1,9 +1,15 @@
-"""A local stand-in for the Gemini REST API that the real google-genai client talks to."""
+"""A local stand-in for the Gemini REST API that the real google-genai client talks to.
+
+`:generateContent` answers one JSON body; `:streamGenerateContent?alt=sse` answers server-sent events, one
+`data:` line per chunk of `stream` (or `text` as one chunk). `delay_s` holds the answer back (timeouts),
+`finish_reason` / `block_reason` make the model refuse, `raw` replaces the body with any bytes (malformed).
+"""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +24,30 @@ class StubState:
     status: int = 200
     text: str = "{}"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    stream: list[str] | None = None  # streamed chunks of text (default: `text` as one chunk)
+    delay_s: float = 0.0  # wait before answering (and between streamed chunks)
+    finish_reason: str = "STOP"  # e.g. SAFETY: the model refuses (sent on the last chunk)
+    block_reason: str = ""  # e.g. SAFETY: the prompt is blocked (promptFeedback, no candidates)
+    raw: str | None = None  # send this body as-is instead of a well-formed response
+
+    def reset(self) -> None:
+        """Back to the defaults (one stand-in shared by several tests)."""
+        self.__dict__.update(StubState().__dict__)
+
+
+def _candidate(text: str, finish: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}] if text else []}}
+    if finish:
+        out["finishReason"] = finish
+    return out
+
+
+def _payload(state: StubState, text: str, finish: str | None) -> dict[str, Any]:
+    if state.status != 200:
+        return {"error": {"code": state.status, "message": "stub error", "status": "RESOURCE_EXHAUSTED"}}
+    if state.block_reason:
+        return {"promptFeedback": {"blockReason": state.block_reason}}
+    return {"candidates": [_candidate(text, finish)]}
 
 
 def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
@@ -29,20 +59,37 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append({"path": self.path, "key": self.headers.get("x-goog-api-key"), "body": body})
-            if state.status != 200:
-                payload = {"error": {"code": state.status, "message": "stub error", "status": "RESOURCE_EXHAUSTED"}}
-            else:
-                payload = {
-                    "candidates": [
-                        {"content": {"role": "model", "parts": [{"text": state.text}]}, "finishReason": "STOP"}
-                    ]
-                }
-            data = json.dumps(payload).encode()
-            self.send_response(state.status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
+            if state.delay_s:
+                time.sleep(state.delay_s)
+            try:
+                if ":streamGenerateContent" in self.path and state.status == 200:
+                    self._stream()
+                    return
+                data = state.raw.encode() if state.raw is not None else json.dumps(
+                    _payload(state, state.text, state.finish_reason)).encode()
+                self.send_response(state.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test)
+
+        def _stream(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
             self.end_headers()
-            self.wfile.write(data)
+            if state.raw is not None:
+                self.wfile.write(f"data: {state.raw}\r\n\r\n".encode())
+                return
+            chunks = state.stream if state.stream is not None else [state.text]
+            for i, text in enumerate(chunks):
+                if i and state.delay_s:
+                    time.sleep(state.delay_s)
+                last = i == len(chunks) - 1
+                event = _payload(state, text, state.finish_reason if last else None)
+                self.wfile.write(f"data: {json.dumps(event)}\r\n\r\n".encode())
+                self.wfile.flush()
 
     return Handler
 
