@@ -63,7 +63,7 @@ def _evidence_item(e: Evidence, anchor: str, cited: bool) -> str:
     source = f'<span class="src">{esc(e.source)}</span>' if e.source else ""
     kind = "fact" if e.kind == "fact" else "passage"
     return (f'<li id="{anchor}-{e.n}" class="{"cited" if cited else ""}"><span class="n">[{e.n}]</span>'
-            f'<span class="kind">{kind}</span>{esc(short(e.text, 700))}{source}</li>')
+            f'<span class="kind">{kind}</span>{esc(short(e.text, 500))}{source}</li>')
 
 
 def check_text(answer: Answer) -> str:

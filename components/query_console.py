@@ -19,12 +19,12 @@ from components.text import clean, md_code, md_literal, short
 from retrieval import console
 from retrieval.catalog import GraphHandle
 from retrieval.config import Settings
-from retrieval.errors import RetrievalError
+from retrieval.errors import RetrievalError, ValidationError
 from retrieval.fewshot import FewShotManager
 from retrieval.models import QueryResult
 from retrieval.runtime import KG
 
-QUERY, PARAMS, HISTORY = "console-query", "console-params", "console-history"
+QUERY, PARAMS, HISTORY, RUN_NOW = "console-query", "console-params", "console-history", "console-run-now"
 HISTORY_SIZE = 30
 CELL_CHARS = 300
 ICONS = {"refused": ":material/block:", "timeout": ":material/timer_off:"}
@@ -62,10 +62,12 @@ def render_natural_language(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
     ask, go = st.columns([5, 1], vertical_alignment="bottom")
     question = ask.text_input("Ask in plain English; Gemini drafts the Cypher for you to check before it runs",
                               key="console-nl", max_chars=1000)
-    if go.button("Draft Cypher", icon=":material/auto_awesome:", disabled=not question.strip()):
+    if go.button("Draft Cypher", icon=":material/auto_awesome:"):
         from retrieval.retriever import embedding_cache
 
         try:
+            if not question.strip():
+                raise ValidationError("type a question first")
             shots = FewShotManager(cfg.data_dir, handle.name).select(question, embedding_cache(kg), 3,
                                                                      with_cypher=True)
             draft = console.draft_cypher(cfg, question, cfg.graph_backend, vocabulary(kg), [e for e, _ in shots])
@@ -119,7 +121,7 @@ def render_result(result: QueryResult) -> None:
     if graph.nodes:
         left, right = st.columns([1, 1], gap="medium")
         with left:
-            st.dataframe(result_frame(result), hide_index=True, height=560)
+            st.dataframe(result_frame(result), hide_index=True, height=min(560, 40 + 35 * len(result.rows)))
         with right:
             render_graph(graph, GraphMarks(), max_nodes=150, height=520)
     else:
@@ -143,17 +145,23 @@ def run(cfg: Settings, handle: GraphHandle, query: str, params_text: str) -> Non
     del history[HISTORY_SIZE:]
 
 
+def _again(query: str, params_text: str, run_now: bool) -> None:
+    st.session_state[QUERY], st.session_state[PARAMS] = query, params_text
+    st.session_state[RUN_NOW] = run_now
+
+
 def render_history() -> None:
     history = st.session_state.get(HISTORY, [])
     if not history:
         return
     with st.expander(f"History of this session ({len(history)})", icon=":material/history:"):
         for i, h in enumerate(history):
-            text, edit = st.columns([6, 1], vertical_alignment="center")
+            text, edit, again = st.columns([8, 1, 1], vertical_alignment="center")
             text.markdown(f"`{h['at']}` · {md_literal(h['status'])} · {md_code(short(h['query'], 160))}")
-            edit.button("Edit", key=f"console-edit-{i}", on_click=_load,
-                        args=(h["query"], console.parse_params(h["params"]) if "error" not in h else {}),
-                        help="Put this query back into the editor")
+            edit.button("Edit", key=f"console-edit-{i}", on_click=_again, args=(h["query"], h["params"], False),
+                        help="Put this query and its parameters back into the editor")
+            again.button("Run", key=f"console-again-{i}", on_click=_again, args=(h["query"], h["params"], True),
+                         help="Run this query again")
 
 
 def render_console(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
@@ -163,7 +171,8 @@ def render_console(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
                          placeholder="MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b LIMIT 25")
     params = st.text_area("Parameters (a JSON object; sent as query parameters, never pasted into the text)",
                           key=PARAMS, height=68, placeholder='{"name": "price elasticity"}')
-    if st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not (query or "").strip()):
+    clicked = st.button("Run", type="primary", icon=":material/play_arrow:")  # an empty query gets its message
+    if clicked or st.session_state.pop(RUN_NOW, False):
         run(cfg, handle, query, params)
     last = (st.session_state.get(HISTORY) or [None])[0]
     if last is not None and "error" in last:

@@ -18,7 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -27,8 +27,10 @@ from retrieval.catalog import GraphHandle
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError, ValidationError
 from retrieval.models import Entity, FewShotExample, QueryResult, Relation, Subgraph
-from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, graph_backend_module
+
+if TYPE_CHECKING:
+    from retrieval.runtime import KG
 
 TIMEOUT_MS = 10_000  # the console's time limit per query
 MAX_ROWS = 1_000  # rows shown (one more is read to tell that the result was cut)

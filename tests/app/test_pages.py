@@ -49,7 +49,7 @@ def test_shell_sidebar_shows_graph_backends_and_capabilities(app_env: Path) -> N
 def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None:
     at = run_page(q=DEMO_QUESTION, max_results="5")
     assert at.text_input(key="q").value == DEMO_QUESTION
-    assert [t.label for t in at.tabs][:4] == ["Facts", "Sources", "Agent context", "Trace"]
+    assert [t.label for t in at.tabs][:5] == ["Facts", "Answer", "Sources", "Agent context", "Trace"]
     facts = at.dataframe[0].value
     assert 1 <= len(facts) <= 5 and {"type", "fact"} <= set(facts.columns)
     assert at.get("iframe"), "the subgraph view is missing"
