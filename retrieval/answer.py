@@ -106,8 +106,8 @@ def number_evidence(facts: Sequence[VerbalizedFact], chunks: dict[str, dict[str,
     """[1..F] the facts, then up to MAX_CHUNKS chunks: `extra` document facts first (multi-doc), then the chunks
     the facts cite, in order of first citation. `chunks`: DocumentChunks rows by id."""
     out = [
-        Evidence(n=i, kind="fact", id=f.id, text=_clip(f.text, CHUNK_CHARS), source=source_line(f.sources),
-                 book=f.sources[0].original_document if f.sources else "")
+        Evidence(n=i, kind="chunk" if f.type == "document" else "fact", id=f.id, text=_clip(f.text, CHUNK_CHARS),
+                 source=source_line(f.sources), book=f.sources[0].original_document if f.sources else "")
         for i, f in enumerate(facts, start=1)
     ]
     present = {c for f in facts if f.type == "document" for c in f.chunk_ids}  # a tool mode's chunk facts
@@ -153,7 +153,7 @@ def _candidates(evidence: Sequence[Evidence], facts: Sequence[VerbalizedFact],
     by_id = {f.id: f for f in facts}
     out: dict[str, int] = {}
     for e in evidence:
-        fact = by_id.get(e.id) if e.kind == "fact" else None
+        fact = by_id.get(e.id)
         if fact is not None and fact.type != "document":
             texts = [descriptions[r] for r in fact.relation_ids if descriptions.get(r)] or [e.text]
         else:

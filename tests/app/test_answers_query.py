@@ -13,12 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.fewshot import FewShotManager
 from retrieval.verbalize import NOTHING
-from tests.app.conftest import APP
 from tests.app.graphs import DEMO_QUESTION
+from tests.app.test_pages import run_page
 from tests.gemini_stub import StubState, gemini_stub
 
 pytestmark = pytest.mark.integration
-TIMEOUT = 120
 DRAFT = {"cypher": "MATCH (e:Entity) WHERE e.type = $type RETURN e.name AS name ORDER BY name LIMIT 5",
          "params": [{"name": "type", "value": "metric"}], "explanation": "Metrics by name."}
 
@@ -32,17 +31,6 @@ def keyed(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StubState]
         yield state
 
 
-def app(page: str | None = None, **query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def click(at: AppTest, label: str) -> AppTest:
     next(b for b in at.button if b.label == label).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -54,7 +42,7 @@ def answer_html(at: AppTest) -> str:
 
 
 def test_answer_tab_without_a_key_offers_a_labelled_extractive_answer(app_env: Path) -> None:
-    at = app(q=DEMO_QUESTION)
+    at = run_page(q=DEMO_QUESTION)
     assert [t.label for t in at.tabs][:2] == ["Facts", "Answer"]
     assert any("no GEMINI_API_KEY" in i.value for i in at.info)
     assert {t.key for t in at.toggle} == {f"answer-switch-{n}" for n in
@@ -69,7 +57,7 @@ def test_answer_tab_without_a_key_offers_a_labelled_extractive_answer(app_env: P
 def test_answer_tab_with_a_key_streams_gemini_and_marks_uncited_sentences(keyed: StubState) -> None:
     keyed.text = "not json"  # the search's decomposition call fails over to offline (its own warning)
     keyed.stream = ["Brand awareness feeds ", "conversion [1].", " It is a hunch."]
-    at = app(q=DEMO_QUESTION)
+    at = run_page(q=DEMO_QUESTION)
     assert not any("no GEMINI_API_KEY" in i.value for i in at.info)
     click(at, "Write an answer with Gemini")
     assert any(":streamGenerateContent" in r["path"] for r in keyed.requests)
@@ -85,14 +73,14 @@ def test_answer_tab_with_a_key_streams_gemini_and_marks_uncited_sentences(keyed:
 
 
 def test_search_page_says_no_match_and_lists_weak_matches(app_env: Path) -> None:
-    at = app(q="florp glimbus traxon vell?")
+    at = run_page(q="florp glimbus traxon vell?")
     assert [i.value for i in at.info][0] == NOTHING
     assert any(c.value.startswith("Evidence strength 0.") for c in at.caption)
     assert any(m.value == "##### Weak matches" for m in at.markdown) and not at.tabs
 
 
 def test_query_page_runs_examples_refuses_writes_and_keeps_history(app_env: Path) -> None:
-    at = app("pages/query.py")
+    at = run_page("pages/query.py")
     assert any("needs Gemini: GEMINI_API_KEY is not set" in c.value for c in at.caption)
     assert any("stops after 10 s and shows at most 1,000 rows" in c.value for c in at.caption)
     titles = at.selectbox(key="console-example").options
@@ -120,7 +108,7 @@ def test_query_page_runs_examples_refuses_writes_and_keeps_history(app_env: Path
 
 def test_query_page_drafts_cypher_with_gemini_and_checks_it_before_running(keyed: StubState) -> None:
     keyed.text = json.dumps(DRAFT)
-    at = app("pages/query.py")
+    at = run_page("pages/query.py")
     at.text_input(key="console-nl").set_value("Which metrics are there?").run()
     click(at, "Draft Cypher")
     assert at.text_area(key="console-query").value == DRAFT["cypher"]
@@ -136,7 +124,7 @@ def test_query_page_drafts_cypher_with_gemini_and_checks_it_before_running(keyed
 
 
 def test_data_page_edits_few_shot_examples(app_env: Path) -> None:
-    at = app("pages/data.py")
+    at = run_page("pages/data.py")
     form_inputs = [t for t in at.text_input if t.label == "Question"]
     form_inputs[0].set_value("How is churn measured?")
     next(t for t in at.text_area if t.label == "Answer").set_value("By the share of customers who leave [1].")
