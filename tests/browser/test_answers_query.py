@@ -55,7 +55,8 @@ def test_extractive_answer_citations_and_the_query_console(page: Any, app_url: s
     assert egress(page.requests, app_url) == [] and page.dialogs == []
 
 
-def test_gemini_answer_streams_into_the_page(page: Any, app_data_dir: Path, tmp_path_factory: Any) -> None:
+def test_gemini_answer_streams_into_the_page(page: Any, app_data_dir: Path, tmp_path_factory: Any,
+                                            artifacts: Path) -> None:
     data_dir = tmp_path_factory.mktemp("keyed") / "kg"
     shutil.copytree(app_data_dir, data_dir, symlinks=True)  # Milvus Lite admits one server process per file
     with gemini_stub() as (stub_url, state), streamlit_app(
@@ -74,4 +75,6 @@ def test_gemini_answer_streams_into_the_page(page: Any, app_data_dir: Path, tmp_
         assert answer.locator("a.kg-cite").count() == 1
         assert answer.locator(".kg-uncited").inner_text() == "It is a hunch."
         assert page.get_by_text("generated", exact=False).first.is_visible()
+        answer.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "answer_generated.png"))
         assert egress(page.requests, url) == [] and page.dialogs == []
