@@ -1,0 +1,113 @@
+"""`ingest --format documents` end to end on the real stores and MiniLM: one book per format, offline extraction,
+idempotent re-ingest, hostile file names and text byte-identical through the stores, and refused input that
+leaves the live graph untouched."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from retrieval import catalog
+from retrieval.config import Settings
+from retrieval.embedding import Embedder
+from retrieval.errors import IngestError
+from retrieval.ingest import IngestOptions
+from retrieval.ingest.build import detect_format, ingest, load_data
+from retrieval.retriever import search
+from retrieval.runtime import open_kg
+from tests.data.documents.make_docs import QUERY, make_zip, write_library
+from tests.data.hostile.graph import check_vector_store
+from tests.data.hostile.make_bundle import accepted, rejected
+
+pytestmark = pytest.mark.integration
+
+
+def _file_name_ok(value: str) -> bool:
+    raw = value.encode("utf-8")
+    return "/" not in value and not value.startswith(".") and 0 < len(raw) <= 200 and value.strip() == value
+
+
+def test_a_library_of_every_format_builds_searches_and_reingests_unchanged(tmp_path: Path, embedder: Embedder
+                                                                           ) -> None:
+    folder = write_library(tmp_path / "library")
+    (folder / "cover.png").write_bytes(b"\x89PNG")
+    nested = folder / "more"
+    nested.mkdir()
+    (nested / "notes.md").write_text("# Notes\n\n## Ships\n\nThe Aurora sailed from Lisbon to Cabo Frio.\n")
+    (folder / "escape.txt").symlink_to("/etc/hostname")
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg")
+    assert detect_format(folder) == "documents"
+    stages: list[str] = []
+    options = IngestOptions(settings=settings, progress=lambda stage, done, total: stages.append(stage))
+    report = ingest(settings, folder, name="library", embedder=embedder, progress=False, options=options)
+    assert report.counts["books"] == 5 and report.counts["chapters"] == 6 and report.counts["entities"] > 10
+    assert {"reading", "extracting", "merging"} <= set(stages)
+    text = "\n".join(report.warnings)
+    assert "no GEMINI_API_KEY, so the offline extractor" in text
+    assert "skipped 1 files that are not .txt/.md/.pdf/.epub: 'cover.png'" in text
+    assert "skipped 1 links that lead outside the folder: 'escape.txt'" in text
+    again = ingest(settings, folder, name="library", embedder=embedder, progress=False)
+    assert again.unchanged and again.version == report.version
+    kg = open_kg(settings, "library", embedder)
+    try:
+        result = search(kg, QUERY)
+        sources = {(s.original_document, s.chapter) for f in result.facts for s in f.sources}
+        assert ("The Storm at Cabo Frio", "The Storm") in sources
+        silva = kg.graph.find_entities("Marta Silva")
+        assert silva and len(silva[0].source_chunks) >= 3  # merged across three books of three formats
+    finally:
+        kg.close()
+    with zipfile.ZipFile(make_zip(tmp_path / "library.zip")) as zf:
+        assert sorted(zf.namelist()) == [
+            "lighthouse.pdf", "medal.md", "orchard.txt", "storm.epub"]
+
+
+def test_hostile_file_names_and_text_round_trip_byte_identically(tmp_path: Path, embedder: Embedder) -> None:
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    good = accepted()
+    book = "".join(f"Chapter {i + 1}\n\n<<{p.value}>>\n\n" for i, p in enumerate(good))
+    (folder / "all payloads.txt").write_text(book, encoding="utf-8")
+    named = [p for p in good if _file_name_ok(p.value)]
+    assert len(named) >= 20
+    for p in named:
+        (folder / f"{p.value}.md").write_text(f"Text of {p.id}.\n", encoding="utf-8")
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg", chunk_tokens=512)
+    data = load_data(folder, "documents", IngestOptions(settings=settings))
+    chunks = [c for c in data.chunks if c.original_document == "all payloads"]
+    assert [c.text.encode("utf-8") for c in chunks] == [f"<<{p.value}>>".encode() for p in good]
+    titles = {c.original_document for c in data.chunks}
+    assert all(p.value in titles for p in named)
+    ingest(settings, folder, name="hostile-docs", embedder=embedder, progress=False)
+    kg = open_kg(settings, "hostile-docs", embedder)
+    try:
+        assert check_vector_store(kg, data) == []
+    finally:
+        kg.close()
+
+
+def test_refused_documents_name_the_file_and_keep_the_live_graph(tmp_path: Path, embedder: Embedder) -> None:
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ok.md").write_text("## One\n\nAda Lovelace met Charles Babbage in London.\n", encoding="utf-8")
+    live = ingest(settings, folder, name="docs", embedder=embedder, progress=False)
+    sub = folder / "part two"
+    sub.mkdir()
+    for p in rejected():
+        bad = sub / "bad.txt"
+        bad.write_bytes(f"Chapter 1\n\nbefore {p.value} after\n".encode("utf-8", "surrogatepass"))
+        with pytest.raises(IngestError) as caught:
+            ingest(settings, folder, name="docs", embedder=embedder, progress=False)
+        assert str(caught.value).startswith("part two/bad.txt:")  # relative to the folder given, not absolute
+        assert str(tmp_path) not in str(caught.value)
+    (sub / "bad.txt").unlink()
+    sub.rmdir()
+    (folder / "ok.md").unlink()
+    (folder / "photo.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(IngestError, match=r"docs:0: path: no \.epub, \.markdown, \.md, \.pdf, \.text, \.txt files; "
+                                          r"found only 'photo\.jpg'"):
+        ingest(settings, folder, fmt="documents", name="docs", embedder=embedder, progress=False)
+    assert catalog.resolve(settings.data_dir, "docs").version == live.version
