@@ -42,6 +42,7 @@ class Settings:
     chunk_tokens: int = 200  # documents format: tokens per chunk (MiniLM's window is 256 with title and chapter)
     chunk_overlap: int = 40  # documents format: tokens shared by consecutive chunks of a chapter
     extract_workers: int = 4  # documents format: Gemini extraction calls at a time
+    offline_noun_phrases: bool = False  # documents format, offline extractor: noun phrases named by 2+ chunks too
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -63,6 +64,7 @@ class Settings:
             "chunk_tokens": _int(env, "KG_CHUNK_TOKENS", 200),
             "chunk_overlap": _int(env, "KG_CHUNK_OVERLAP", 40),
             "extract_workers": _int(env, "KG_EXTRACT_WORKERS", 4),
+            "offline_noun_phrases": env.get("KG_OFFLINE_NOUN_PHRASES", "").lower() in ("1", "true", "yes", "on"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["data_dir"] = Path(values["data_dir"])

@@ -94,10 +94,14 @@ def register(app: typer.Typer) -> None:
                                          help="documents: tokens per chunk (default $KG_CHUNK_TOKENS or 200)"),
         chunk_overlap: int = typer.Option(None, "--chunk-overlap",
                                           help="documents: tokens shared by neighbouring chunks (default 40)"),
+        noun_phrases: bool = typer.Option(None, "--noun-phrases/--no-noun-phrases",
+                                          help="documents, offline extractor: noun phrases named by 2+ chunks "
+                                          "become entities too (default $KG_OFFLINE_NOUN_PHRASES or off)"),
     ) -> None:
         """Build a graph from PATH into a new version and swap it in (unchanged input: no rebuild)."""
         with cli_errors():
-            settings = settings_from(data_dir, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
+            settings = settings_from(data_dir, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap,
+                                     offline_noun_phrases=noun_phrases)
         _ingest(settings, path, fmt, name, progress)
 
     @app.command("demo")

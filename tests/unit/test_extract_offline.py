@@ -45,3 +45,17 @@ def test_name_keys_and_types_keep_unicode_and_ids_stay_short() -> None:
     assert name_key("...") == "" and relation_type("born in") == "BORN_IN" and relation_type("Part-Of") == "PART_OF"
     long = entity_id("x" * 2000)
     assert long.startswith("e:x") and len(long.encode()) <= 512 and long != entity_id("x" * 1999)
+
+
+def test_noun_phrases_that_recur_become_entities_one_offs_do_not() -> None:
+    chunks = [ChunkInput("x", "Brand equity lets a firm charge a premium price."),
+              ChunkInput("y", "Loyal customers raise brand equity over the years."),
+              ChunkInput("z", "The premium price of Acme Corp rose in 2020.")]
+    plain = OfflineExtractor().extract(chunks)
+    assert not any(e.type == "noun_phrase" for g in plain.graphs if g for e in g.entities)
+    run = OfflineExtractor(noun_phrases=True).extract(chunks)
+    phrases = [{e.name for e in g.entities if e.type == "noun_phrase"} for g in run.graphs if g]
+    assert phrases[0] >= {"Brand equity", "premium price"} and "brand equity" in phrases[1]
+    assert "Loyal customers" not in phrases[1]  # named by one chunk only
+    names = {e.name for g in run.graphs if g for e in g.entities}
+    assert all(r.source in names and r.target in names for g in run.graphs if g for r in g.relations)
