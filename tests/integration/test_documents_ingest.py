@@ -4,6 +4,7 @@ leaves the live graph untouched."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from retrieval.embedding import Embedder
 from retrieval.errors import IngestError
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import detect_format, ingest, load_data
+from retrieval.passage_rank import load_hipporag_queries
 from retrieval.retriever import search
 from retrieval.runtime import open_kg
+from tests.conftest import MUSIQUE
 from tests.data.documents.make_docs import QUERY, make_zip, write_library
 from tests.data.hostile.graph import check_vector_store
 from tests.data.hostile.make_bundle import accepted, rejected
@@ -111,3 +114,23 @@ def test_refused_documents_name_the_file_and_keep_the_live_graph(tmp_path: Path,
                                           r"found only 'photo\.jpg'"):
         ingest(settings, folder, fmt="documents", name="docs", embedder=embedder, progress=False)
     assert catalog.resolve(settings.data_dir, "docs").version == live.version
+
+
+@pytest.mark.skipif(not MUSIQUE.is_dir(), reason=f"MuSiQue benchmark not found at {MUSIQUE}")
+def test_musique_passages_as_documents_map_back_to_their_gold_passages(tmp_path: Path) -> None:
+    """`eval --format documents`: each passage written as a Markdown file is one chunk, found by title + text."""
+    questions = json.loads((MUSIQUE / "musique_train.json").read_text())[:2]
+    folder = tmp_path / "slice"
+    (folder / "passages").mkdir(parents=True)
+    (folder / "musique_slice.json").write_text(json.dumps(questions))
+    paragraphs = {(p["title"], p["paragraph_text"]) for q in questions for p in q["paragraphs"]}
+    for i, (title, text) in enumerate(sorted(paragraphs)):
+        (folder / "passages" / f"{i:03d}.md").write_text(f"---\ntitle: {json.dumps(title)}\n---\n\n{text}\n")
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg", chunk_tokens=512)
+    data = load_data(folder, "documents", IngestOptions(settings=settings))
+    assert len(data.chunks) == len(paragraphs)
+    queries = load_hipporag_queries(folder, data)
+    supporting = [len({p["paragraph_text"] for p in q["paragraphs"] if p["is_supporting"]}) for q in questions]
+    assert [len(q.gold) for q in queries] == supporting
+    assert all(g in {c.id for c in data.chunks} for q in queries for g in q.gold)
+    assert any("skipped 1 files that are not .txt/.md/.pdf/.epub: 'musique_slice.json'" in w for w in data.warnings)

@@ -160,3 +160,23 @@ def test_the_key_chooses_the_back_end_and_the_warning_says_which() -> None:
     assert isinstance(gemini, GeminiExtractor) and "Gemini extractor" in line
     offline, line = extractor_for(Settings.from_env(env={}))
     assert isinstance(offline, OfflineExtractor) and line.startswith("extraction: no GEMINI_API_KEY")
+
+
+def test_the_documents_reader_extracts_with_gemini_and_a_reingest_asks_nothing(tmp_path: Path) -> None:
+    from retrieval.ingest import IngestOptions
+    from retrieval.ingest.documents import load_documents
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"book{i}.md").write_text(f"## Chapter {i}\n\nPerson{i} founded Company{i} in City{i}.\n")
+    with gemini_stub() as (url, state):
+        state.responder = lambda body: (200, answer_for(body))
+        options = IngestOptions(settings=_settings(url, tmp_path / "kg"))
+        data = load_documents(folder, options)
+        assert len(state.requests) == 3
+        assert data.warnings[0].startswith("extraction: Gemini extractor (gemini-2.5-flash, prompt v1")
+        assert load_documents(folder, options) == data and len(state.requests) == 3
+    founded = next(r for r in data.relations if r.relation_type == "FOUNDED")
+    chunk = next(c for c in data.chunks if c.id == founded.source_chunks[0])
+    assert founded.description.split(" founded")[0] in chunk.text and chunk.chapter.startswith("Chapter")
