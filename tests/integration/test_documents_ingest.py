@@ -15,7 +15,7 @@ from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import detect_format, ingest, load_data
+from retrieval.ingest.build import build_graph, detect_format, ingest, load_data
 from retrieval.passage_rank import load_hipporag_queries
 from retrieval.retriever import search
 from retrieval.runtime import open_kg
@@ -34,19 +34,31 @@ def _file_name_ok(value: str) -> bool:
 
 def test_a_library_of_every_format_builds_searches_and_reingests_unchanged(tmp_path: Path, embedder: Embedder
                                                                            ) -> None:
+    """One book per format, an unsupported file, a link out of the folder, and a sub-folder of hostile file names
+    and texts, which come back byte for byte from the stores."""
     folder = write_library(tmp_path / "library")
     (folder / "cover.png").write_bytes(b"\x89PNG")
-    nested = folder / "more"
-    nested.mkdir()
-    (nested / "notes.md").write_text("# Notes\n\n## Ships\n\nThe Aurora sailed from Lisbon to Cabo Frio.\n")
     (folder / "escape.txt").symlink_to("/etc/hostname")
-    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg")
+    hostile = folder / "hostile"
+    hostile.mkdir()
+    good = accepted()
+    book = "".join(f"Chapter {i + 1}\n\n<<{p.value}>>\n\n" for i, p in enumerate(good))
+    (hostile / "all payloads.txt").write_text(book, encoding="utf-8")
+    named = [p for p in good if _file_name_ok(p.value)]
+    assert len(named) >= 20
+    for p in named:
+        (hostile / f"{p.value}.md").write_text(f"Text of {p.id}.\n", encoding="utf-8")
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg", chunk_tokens=512)
     assert detect_format(folder) == "documents"
     stages: list[str] = []
     options = IngestOptions(settings=settings, progress=lambda stage, done, total: stages.append(stage))
-    report = ingest(settings, folder, name="library", embedder=embedder, progress=False, options=options)
-    assert report.counts["books"] == 5 and report.counts["chapters"] == 6 and report.counts["entities"] > 10
+    data = load_data(folder, "documents", options)
     assert {"reading", "extracting", "merging"} <= set(stages)
+    payload_chunks = [c for c in data.chunks if c.original_document == "all payloads"]
+    assert [c.text.encode("utf-8") for c in payload_chunks] == [f"<<{p.value}>>".encode() for p in good]
+    assert {p.value for p in named} <= {c.original_document for c in data.chunks}  # file names as titles
+    report = build_graph(settings, data, "library", embedder=embedder, progress=False)
+    assert report.counts["books"] == 5 + len(named) and report.counts["chapters"] == 5 + len(good)
     text = "\n".join(report.warnings)
     assert "no GEMINI_API_KEY, so the offline extractor" in text
     assert "skipped 1 files that are not .txt/.md/.pdf/.epub: 'cover.png'" in text
@@ -55,6 +67,7 @@ def test_a_library_of_every_format_builds_searches_and_reingests_unchanged(tmp_p
     assert again.unchanged and again.version == report.version
     kg = open_kg(settings, "library", embedder)
     try:
+        assert check_vector_store(kg, data) == []  # every chunk, entity and relation field byte-identical
         result = search(kg, QUERY)
         sources = {(s.original_document, s.chapter) for f in result.facts for s in f.sources}
         assert ("The Storm at Cabo Frio", "The Storm") in sources
@@ -63,32 +76,7 @@ def test_a_library_of_every_format_builds_searches_and_reingests_unchanged(tmp_p
     finally:
         kg.close()
     with zipfile.ZipFile(make_zip(tmp_path / "library.zip")) as zf:
-        assert sorted(zf.namelist()) == [
-            "lighthouse.pdf", "medal.md", "orchard.txt", "storm.epub"]
-
-
-def test_hostile_file_names_and_text_round_trip_byte_identically(tmp_path: Path, embedder: Embedder) -> None:
-    folder = tmp_path / "hostile"
-    folder.mkdir()
-    good = accepted()
-    book = "".join(f"Chapter {i + 1}\n\n<<{p.value}>>\n\n" for i, p in enumerate(good))
-    (folder / "all payloads.txt").write_text(book, encoding="utf-8")
-    named = [p for p in good if _file_name_ok(p.value)]
-    assert len(named) >= 20
-    for p in named:
-        (folder / f"{p.value}.md").write_text(f"Text of {p.id}.\n", encoding="utf-8")
-    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg", chunk_tokens=512)
-    data = load_data(folder, "documents", IngestOptions(settings=settings))
-    chunks = [c for c in data.chunks if c.original_document == "all payloads"]
-    assert [c.text.encode("utf-8") for c in chunks] == [f"<<{p.value}>>".encode() for p in good]
-    titles = {c.original_document for c in data.chunks}
-    assert all(p.value in titles for p in named)
-    ingest(settings, folder, name="hostile-docs", embedder=embedder, progress=False)
-    kg = open_kg(settings, "hostile-docs", embedder)
-    try:
-        assert check_vector_store(kg, data) == []
-    finally:
-        kg.close()
+        assert sorted(zf.namelist()) == ["lighthouse.pdf", "medal.md", "orchard.txt", "storm.epub"]
 
 
 def test_refused_documents_name_the_file_and_keep_the_live_graph(tmp_path: Path, embedder: Embedder) -> None:

@@ -22,6 +22,12 @@ def chapters(text: str) -> list[str]:
     return [t for _, _, t in heading_cuts(text) if t is not None]
 
 
+def described(path: Path) -> tuple[str, str, str, list[str]]:
+    """A book file as (title, author, where its chapters came from, chapter titles)."""
+    book = read_book(path, path.name)
+    return book.title, book.author, book.chapters_from, [s.chapter for s in book.sections]
+
+
 def test_heading_lines_in_their_many_spellings() -> None:
     text = (
         "CHAPTER I.\nDown the Rabbit-Hole\n\n" + BODY + "\n\n"
@@ -65,14 +71,11 @@ def test_markdown_front_matter_headings_and_fenced_code(tmp_path: Path) -> None:
     md = tmp_path / "guide.md"
     md.write_text('---\ntitle: "A Guide: Part One"\nauthor: Ada\n---\n\n# Setting Out\n\nIntro text.\n\n'
                   "```\n# not a heading\n```\n\nMore.\n\nSecond Part\n-----------\n\nText two.\n", encoding="utf-8")
-    book = read_book(md, "guide.md")
-    assert (book.title, book.author, book.chapters_from) == ("A Guide: Part One", "Ada", "headings")
-    assert [s.chapter for s in book.sections] == ["Setting Out", "Second Part"]
-    assert "# not a heading" in book.sections[0].text
+    assert described(md) == ("A Guide: Part One", "Ada", "headings", ["Setting Out", "Second Part"])
+    assert "# not a heading" in read_book(md, "guide.md").sections[0].text
     lone_h1 = tmp_path / "notes.md"
     lone_h1.write_text("# My Notes\n\n## One\n\nA.\n\n## Two\n\nB.\n", encoding="utf-8")
-    book = read_book(lone_h1, "notes.md")
-    assert book.title == "My Notes" and [s.chapter for s in book.sections] == ["One", "Two"]
+    assert described(lone_h1) == ("My Notes", "", "headings", ["One", "Two"])
     bad = tmp_path / "bad.md"
     bad.write_text("---\ntitle: [unclosed\n---\ntext\n", encoding="utf-8")
     with pytest.raises(IngestError, match=r"^bad\.md:\d+: front matter: not valid YAML"):
@@ -81,43 +84,43 @@ def test_markdown_front_matter_headings_and_fenced_code(tmp_path: Path) -> None:
 
 def test_pdf_outline_gives_chapters_and_pages_without_it_heading_lines(tmp_path: Path) -> None:
     pdf = write_pdf(tmp_path / "l.pdf", "The Lighthouse", "Ana Costa", LIGHTHOUSE)
+    assert described(pdf) == ("The Lighthouse", "Ana Costa", "outline", ["The Keeper", "The Storm", "The Medal"])
     book = read_book(pdf, "l.pdf")
-    assert (book.title, book.author, book.chapters_from) == ("The Lighthouse", "Ana Costa", "outline")
-    assert [s.chapter for s in book.sections] == ["The Keeper", "The Storm", "The Medal"]
     assert [book.page_of(s.start) for s in book.sections] == [1, 2, 3]
     assert book.sections[1].text.strip().startswith("In 1911")  # the printed title is not in the text
     plain = write_pdf(tmp_path / "p.pdf", "Plain", "", [(f"Chapter {i + 1}", b) for i, (_, b) in
                                                        enumerate(LIGHTHOUSE)], outline=False)
-    book = read_book(plain, "p.pdf")
-    assert book.chapters_from == "heading lines" and [s.chapter for s in book.sections][:2] == ["Chapter 1",
-                                                                                                  "Chapter 2"]
+    assert described(plain)[2:] == ("heading lines", ["Chapter 1", "Chapter 2", "Chapter 3"])
 
 
 def test_encrypted_and_corrupt_pdfs_are_refused(tmp_path: Path) -> None:
     locked = write_pdf(tmp_path / "locked.pdf", "Secret", "", LIGHTHOUSE[:1], password="s3cret")
     with pytest.raises(IngestError, match=r"^books/locked\.pdf:0: pdf: encrypted"):
         read_book(locked, "books/locked.pdf")
-    broken = tmp_path / "broken.pdf"
-    broken.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer garbage")
-    with pytest.raises(IngestError, match=r"^broken\.pdf:0: pdf: "):
-        read_book(broken, "broken.pdf")
+
+
+@pytest.mark.parametrize(("name", "raw", "error"), [
+    ("broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer garbage", r"broken\.pdf:0: pdf: "),
+    ("junk.epub", b"PK\x03\x04 not really a zip", r"junk\.epub:0: epub: not a valid EPUB"),
+    ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"image\.txt:0: encoding: a binary file"),
+    ("latin.txt", b"first line\nsecond caf\xe9 line\n", r"latin\.txt:2: encoding: not valid UTF-8 at byte 21"),
+])
+def test_damaged_files_are_refused_with_file_line_field_reason(tmp_path: Path, name: str, raw: bytes,
+                                                               error: str) -> None:
+    (tmp_path / name).write_bytes(raw)
+    with pytest.raises(IngestError, match="^" + error):
+        read_book(tmp_path / name, name)
 
 
 def test_epub_toc_anchors_split_one_file_and_the_nav_is_not_text(tmp_path: Path) -> None:
     one = write_epub(tmp_path / "a.epub", "The Storm", "Ana Costa", LIGHTHOUSE)
-    book = read_book(one, "a.epub")
-    assert (book.title, book.author, book.chapters_from) == ("The Storm", "Ana Costa", "toc")
-    assert [s.chapter for s in book.sections] == ["The Keeper", "The Storm", "The Medal"]
-    assert book.sections[0].text.strip().startswith("Marta Silva kept")  # no heading, no nav list
+    assert described(one) == ("The Storm", "Ana Costa", "toc", ["The Keeper", "The Storm", "The Medal"])
+    assert read_book(one, "a.epub").sections[0].text.strip().startswith("Marta Silva kept")  # no heading, no nav list
     many = write_epub(tmp_path / "b.epub", "Files", "", LIGHTHOUSE, anchors=False)
-    assert [s.chapter for s in read_book(many, "b.epub").sections] == ["The Keeper", "The Storm", "The Medal"]
+    assert described(many)[3] == ["The Keeper", "The Storm", "The Medal"]
 
 
 def test_malformed_and_hostile_epubs_are_refused(tmp_path: Path) -> None:
-    junk = tmp_path / "junk.epub"
-    junk.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(IngestError, match=r"^junk\.epub:0: epub: not a valid EPUB"):
-        read_book(junk, "junk.epub")
     empty = tmp_path / "empty.epub"
     with zipfile.ZipFile(empty, "w") as zf:
         zf.writestr("mimetype", "application/epub+zip")
@@ -134,15 +137,7 @@ def test_malformed_and_hostile_epubs_are_refused(tmp_path: Path) -> None:
         read_book(bomb, "bomb.epub")
 
 
-def test_binary_undecodable_and_oversized_text_files(tmp_path: Path) -> None:
-    binary = tmp_path / "image.txt"
-    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    with pytest.raises(IngestError, match=r"^image\.txt:0: encoding: a binary file"):
-        read_book(binary, "image.txt")
-    latin = tmp_path / "latin.txt"
-    latin.write_bytes(b"first line\nsecond caf\xe9 line\n")
-    with pytest.raises(IngestError, match=r"^latin\.txt:2: encoding: not valid UTF-8 at byte 21"):
-        read_book(latin, "latin.txt")
+def test_oversized_text_files_are_refused_unread(tmp_path: Path) -> None:
     huge = tmp_path / "huge.txt"
     with huge.open("wb") as fh:
         fh.truncate(40 * 1024 * 1024)  # sparse: refused by its size before a byte is read

@@ -72,8 +72,10 @@ def test_reingest_is_served_from_the_cache_and_a_resumed_run_asks_only_the_missi
         settings = _settings(url, tmp_path)
         first = _extractor(settings).extract(CHUNKS[:4])  # "killed" after four chunks
         assert len(state.requests) == 4 and (tmp_path / CACHE_FILE).is_file()
-        resumed = _extractor(settings).extract(CHUNKS)
+        seen: list[tuple[str, int, int]] = []
+        resumed = _extractor(settings).extract(CHUNKS, lambda *a: seen.append(a))
         assert len(state.requests) == 6  # only the two missing chunks were asked
+        assert seen[0] == ("extracting", 4, 6) and seen[-1] == ("extracting", 6, 6)
         assert resumed.stats["cached"] == 4 and resumed.stats["calls"] == 2
         again = _extractor(settings).extract(CHUNKS)
         assert len(state.requests) == 6 and again.stats["calls"] == 0  # re-ingest: no call at all
@@ -143,16 +145,6 @@ def test_concurrency_is_bounded_by_the_worker_count(tmp_path: Path) -> None:
         state.delay_s = 0.15
         _extractor(_settings(url, tmp_path), workers=2).extract(CHUNKS)
     assert state.max_in_flight == 2 and len(state.requests) == len(CHUNKS)
-
-
-def test_progress_reports_cached_and_asked_chunks(tmp_path: Path) -> None:
-    seen: list[tuple[str, int, int]] = []
-    with gemini_stub() as (url, state):
-        state.responder = lambda body: (200, answer_for(body))
-        settings = _settings(url, tmp_path)
-        _extractor(settings).extract(CHUNKS[:2])
-        _extractor(settings).extract(CHUNKS, lambda *a: seen.append(a))
-    assert seen[0] == ("extracting", 2, 6) and seen[-1] == ("extracting", 6, 6)
 
 
 def test_the_key_chooses_the_back_end_and_the_warning_says_which() -> None:
