@@ -173,3 +173,16 @@ def test_chunk_size_settings_are_checked() -> None:
             _chunk_sizes(Settings.from_env(env={}, chunk_tokens=tokens, chunk_overlap=overlap))
     with pytest.raises(ConfigError, match="KG_CHUNK_TOKENS must be an integer"):
         Settings.from_env(env={"KG_CHUNK_TOKENS": "many"})
+
+
+def test_cli_stage_bars_follow_the_reported_stages() -> None:
+    from retrieval.cli.data import StageBars
+
+    bars = StageBars()
+    bars("reading", 0, 3)
+    bars("reading", 3, 3)
+    assert bars.bar is not None and (bars.stage, bars.bar.n, bars.bar.total) == ("reading", 3, 3)
+    bars("extracting", 5, 8)  # a new stage closes the last bar and starts where the reader says
+    assert bars.bar is not None and (bars.stage, bars.bar.n, bars.bar.total) == ("extracting", 5, 8)
+    bars.close()
+    assert bars.bar is None
