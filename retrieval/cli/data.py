@@ -46,13 +46,13 @@ def _ingest(settings: Settings, path: Path, fmt: str, name: str | None, progress
 
     start = time.perf_counter()
     bars = StageBars() if progress else None
-    try:
-        with cli_errors():
+    with cli_errors():
+        try:
             report = ingest(settings, path, fmt=fmt, name=name, progress=progress,
                             options=IngestOptions(settings=settings, progress=bars))
-    finally:
-        if bars is not None:
-            bars.close()
+        finally:
+            if bars is not None:
+                bars.close()  # before an error line is printed
     wall = time.perf_counter() - start
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     typer.echo(f"{report.summary()}; wall {wall:.1f} s ({stages})")
