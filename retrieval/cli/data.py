@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from tqdm import tqdm
 
 from retrieval import catalog
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
@@ -18,12 +19,40 @@ from retrieval.stores.base import open_graph_store, open_vector_store
 DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
+class StageBars:
+    """A reader's stage reports (stage, done, total) as one tqdm bar per stage, closed when the next begins."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.bar: tqdm[Any] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.bar = stage, tqdm(total=total, desc=stage, unit="item", leave=False)
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def _ingest(settings: Settings, path: Path, fmt: str, name: str | None, progress: bool) -> None:
+    from retrieval.ingest import IngestOptions
     from retrieval.ingest.build import ingest
 
     start = time.perf_counter()
+    bars = StageBars() if progress else None
     with cli_errors():
-        report = ingest(settings, path, fmt=fmt, name=name, progress=progress)
+        try:
+            report = ingest(settings, path, fmt=fmt, name=name, progress=progress,
+                            options=IngestOptions(settings=settings, progress=bars))
+        finally:
+            if bars is not None:
+                bars.close()  # before an error line is printed
     wall = time.perf_counter() - start
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     typer.echo(f"{report.summary()}; wall {wall:.1f} s ({stages})")
@@ -54,14 +83,26 @@ def read_stats(settings: Settings, name: str | None = None) -> tuple[GraphStats,
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest_cmd(
-        path: Annotated[Path, typer.Argument(help="A bundle folder or a HippoRAG output folder")],
-        fmt: str = typer.Option("auto", "--format", help="bundle | hipporag | auto (detect from the files)"),
+        path: Annotated[Path, typer.Argument(help="A bundle folder, a HippoRAG output folder or a folder of "
+                                             "documents (.txt, .md, .pdf, .epub)")],
+        fmt: str = typer.Option("auto", "--format", help="bundle | hipporag | documents | auto (detect from the "
+                                "files)"),
         name: str = typer.Option(None, "--name", help="Graph name (default: the folder name)"),
         data_dir: Path = DataDirOpt,
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
+        chunk_tokens: int = typer.Option(None, "--chunk-tokens",
+                                         help="documents: tokens per chunk (default $KG_CHUNK_TOKENS or 200)"),
+        chunk_overlap: int = typer.Option(None, "--chunk-overlap",
+                                          help="documents: tokens shared by neighbouring chunks (default 40)"),
+        noun_phrases: bool = typer.Option(None, "--noun-phrases/--no-noun-phrases",
+                                          help="documents, offline extractor: noun phrases named by 2+ chunks "
+                                          "become entities too (default $KG_OFFLINE_NOUN_PHRASES or off)"),
     ) -> None:
         """Build a graph from PATH into a new version and swap it in (unchanged input: no rebuild)."""
-        _ingest(settings_from(data_dir), path, fmt, name, progress)
+        with cli_errors():
+            settings = settings_from(data_dir, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap,
+                                     offline_noun_phrases=noun_phrases)
+        _ingest(settings, path, fmt, name, progress)
 
     @app.command("demo")
     def demo_cmd(

@@ -22,6 +22,7 @@ ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 FORMATS: dict[str, str] = {
     "bundle": "retrieval.ingest.bundle:load_bundle",
     "hipporag": "retrieval.ingest.hipporag:load_hipporag",
+    "documents": "retrieval.ingest.documents:load_documents",
 }
 
 

@@ -10,7 +10,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -229,15 +229,22 @@ def _embed_into(
     try:
         # Few large inserts: each Milvus insert ends in a flush, and fewer segments also search faster.
         for group in _groups(len(texts), texts, INSERT_ROWS):
+            # Each distinct text is embedded once (relations extracted from documents share their sentence).
+            slot: dict[str, int] = {}
+            for i in group:
+                slot.setdefault(texts[i], len(slot))
+            distinct = list(slot)
             parts = []
-            for start in range(0, len(group), EMBED_BATCH):
-                batch = [texts[i] for i in group[start : start + EMBED_BATCH]]
+            for start in range(0, len(distinct), EMBED_BATCH):
+                batch = distinct[start : start + EMBED_BATCH]
                 t = time.perf_counter()
                 parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
                 seconds["embed"] = seconds.get("embed", 0.0) + time.perf_counter() - t
                 bar.update(len(batch))
+            bar.update(len(group) - len(distinct))
+            matrix = np.concatenate(parts)[[slot[texts[i]] for i in group]]
             t = time.perf_counter()
-            vectors.insert(collection, [row(items[i], texts[i]) for i in group], np.concatenate(parts))
+            vectors.insert(collection, [row(items[i], texts[i]) for i in group], matrix)
             seconds["vectors"] = seconds.get("vectors", 0.0) + time.perf_counter() - t
     finally:
         bar.close()
@@ -459,12 +466,22 @@ def _discard(settings: Settings, location: StoreLocation) -> None:
 
 
 def detect_format(path: Path) -> str:
-    """`hipporag` if the folder has an openie_*.json, `bundle` if it has chunks.jsonl."""
+    """`hipporag` if the folder has an openie_*.json, `bundle` if it has chunks.jsonl, `documents` if it holds
+    .txt/.md/.pdf/.epub files (at any depth)."""
     if any(path.glob("openie_*.json")):
         return "hipporag"
     if (path / "chunks.jsonl").is_file():
         return "bundle"
-    raise IngestError(str(path), 0, "path", "neither a bundle (chunks.jsonl) nor HippoRAG output (openie_*.json)")
+    if _has_documents(path):
+        return "documents"
+    raise IngestError(str(path), 0, "path", "neither a bundle (chunks.jsonl) nor HippoRAG output (openie_*.json) "
+                      "nor a folder of documents (.txt, .md, .pdf, .epub)")
+
+
+def _has_documents(path: Path) -> bool:
+    from retrieval.ingest.books import SUFFIXES
+
+    return any(p.suffix.lower() in SUFFIXES and p.is_file() for p in path.rglob("*"))
 
 
 def load_data(path: str | Path, fmt: str = "auto", options: IngestOptions | None = None) -> GraphData:
@@ -498,6 +515,9 @@ def ingest(
     """
     path = Path(path)
     t = time.perf_counter()
+    options = options or IngestOptions()
+    if options.settings is None:  # readers that extract (documents) need the key, cache dir and chunk sizes
+        options = replace(options, settings=settings)
     data = load_data(path, fmt, options)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
