@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "retrieval.cli.paths",  # paths A B
     "retrieval.cli.memory",  # memory list|search|get|traverse|store|delete
     "retrieval.cli.search",  # search, eval, bench
+    "retrieval.cli.communities",  # communities [--level N] [--entity ID]
 )
 
 

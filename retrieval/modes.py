@@ -8,6 +8,9 @@ from retrieval.models import SearchParams, SearchResult
 from retrieval.runtime import KG
 
 MODES = ("kg", "vector", "graph", "hybrid", "comprehensive", "dual", "multidoc")
+TEXT_MODES = frozenset({"vector", "hybrid", "comprehensive", "dual", "multidoc"})  # they search source chunks
+NO_TEXT = ("this graph has no source text (0 chunks, e.g. a GraphML or CSV import): document search finds "
+           "nothing; the kg and graph modes search its entities and relations")
 
 
 def run_mode(
@@ -21,6 +24,22 @@ def run_mode(
     settings: Settings | None = None,
 ) -> SearchResult:
     """Run `mode` on `query`; `params` applies to the KG pipeline, `limit`/`text_weight` to the tools."""
+    result = _dispatch(kg, mode, query, limit=limit, text_weight=text_weight, params=params, settings=settings)
+    if mode in TEXT_MODES and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
+        result = result.model_copy(update={"warnings": (*result.warnings, NO_TEXT)})
+    return result
+
+
+def _dispatch(
+    kg: KG,
+    mode: str,
+    query: str,
+    *,
+    limit: int,
+    text_weight: float,
+    params: SearchParams | None,
+    settings: Settings | None,
+) -> SearchResult:
     from retrieval import dual_channel, multidoc, retriever, tools
 
     if mode == "kg":
