@@ -9,7 +9,9 @@ from components.ingest_panel import (
     FORMATS,
     graphs_frame,
     import_source,
+    mapping_inputs,
     name_hint,
+    render_done,
     render_stats,
     run_import,
     run_ingest,
@@ -44,19 +46,21 @@ with left:
             st.rerun()
     demo_label = "Rebuild demo graph" if "demo" in frame["graph"].tolist() else "Build demo graph"
     if st.button(demo_label, type="primary", icon=":material/auto_awesome:", key="build-demo"):
-        if run_ingest(cfg, DEMO_DIR, "bundle", "demo", app_state.embedder(cfg.embed_model)):
-            st.page_link("pages/search.py", label="Search the demo graph", icon=":material/search:")
+        run_ingest(cfg, DEMO_DIR, "bundle", "demo", app_state.embedder(cfg.embed_model))
 
 with right:
-    st.markdown("#### Import a bundle or HippoRAG output")
+    st.markdown("#### Import a graph")
+    render_done()
     source = import_source()
     chosen = source.upload is not None or source.folder is not None
     fmt = st.segmented_control("Format", FORMATS, default="auto", key="import-format")
+    mapping = mapping_inputs()
     if chosen and st.session_state.get("import-hint") != source.hint:  # a new source proposes its own name
         st.session_state["import-hint"] = source.hint
         st.session_state["import-name"] = name_hint(source.hint)
     name = st.text_input("Graph name", key="import-name",
                          help="Letters, digits, '_' and '-'; an existing name gets a new version")
     if st.button("Import", disabled=not (chosen and name), icon=":material/upload:"):
-        run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model))
-    st.caption("Formats: the native bundle (docs/bundle-format.md) or HippoRAG's openie_*.json + corpus.")
+        run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model), mapping)
+    st.caption("Formats: the native bundle (docs/bundle-format.md), HippoRAG OpenIE output, a GraphRAG output "
+               "folder, a LightRAG working dir, GraphML, or nodes.csv + relationships.csv (see the README).")

@@ -140,7 +140,12 @@ def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, 
     at.button[[b.label for b in at.button].index("Import")].click().run()
     assert not at.exception and at.success, [e.value for e in at.error]
     assert catalog.list_graphs(empty_env) == ["my-bundle"]
-    assert at.get("progress") and at.get("progress")[0].proto.value == 100
+    assert at.dataframe[0].value["graph"].tolist() == ["my-bundle"]  # listed on the run after the import
+    stages = " ".join(m.value for m in at.expander[0].markdown)
+    for stage in ("graph store", "embedding Entities", "BM25 index", "committing"):
+        assert f"✓ {stage}" in stages.replace("\\", "")
+    link = at.get("page_link")[0].proto
+    assert link.label == "Open my\\-bundle in Search" and link.query_string == "graph=my-bundle"
 
 
 def test_data_page_names_file_line_and_field_of_a_bad_bundle(empty_env: Path, tmp_path: Path) -> None:
