@@ -78,14 +78,14 @@ class IngestReport:
 
 
 def data_counts(data: GraphData) -> dict[str, int]:
-    """Books, chapters (distinct non-empty (book, chapter)), chunks, entities, relations, communities given."""
+    """Books, chapters (distinct non-empty (book, chapter)), chunks, entities, relations (the build adds
+    communities once it has them)."""
     return {
         "books": len({c.original_document for c in data.chunks if c.original_document}),
         "chapters": len({(c.original_document, c.chapter) for c in data.chunks if c.chapter}),
         "chunks": len(data.chunks),
         "entities": len(data.entities),
         "relations": len(data.relations),
-        "communities": len(data.communities),
     }
 
 

@@ -5,7 +5,7 @@ The file is parsed in a stream by defusedxml's expat parser with DTDs forbidden,
 networkx's own reader uses the standard library parser, which its docs call unsafe for untrusted files.
 
 Mapping (overridable with `IngestOptions.mapping`, the CLI's `--name-attr` ... flags): a node's name is the
-first of NAME_ATTRS it has (else its id), its type the first of TYPE_ATTRS (Neo4j's `:A:B` labels give `A`, all
+first of NAME_ATTRS it has (else its id), its type the first of TYPE_ATTRS (Neo4j's `labels` `:A:B` give `A`, all
 labels kept in `properties["labels"]`; else `entity`), its description the first of DESCRIPTION_ATTRS. An edge's
 relation type is the first of RELATION_TYPE_ATTRS it has, else `RELATED_TO`; weight the first of WEIGHT_ATTRS.
 Every other attribute is kept in the entity's properties. An edge endpoint that is not a declared node becomes an
@@ -283,9 +283,9 @@ def dropped_note(file: str, dropped: Counter[str]) -> list[str]:
     return [f"{file}: edge attributes not kept (a relation holds type, description and weight): {names}"]
 
 
-def node_type(raw: str) -> tuple[str, list[str]]:
-    """(type, labels): Neo4j's `:A:B` label lists give A and [A, B]; anything else is the type as given."""
-    if raw.startswith(":") and len(raw) > 1:
+def node_type(attr: str | None, raw: str) -> tuple[str, list[str]]:
+    """(type, labels): a Neo4j `labels` attribute `:A:B` gives A and [A, B]; any other value is the type as given."""
+    if attr == "labels" and raw.startswith(":") and len(raw) > 1:
         labels = [part for part in raw.split(":") if part]
         return (labels[0] if labels else raw), labels
     return raw, []
@@ -308,7 +308,7 @@ def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> 
         type_attr = _first(node.attrs, mapping, "type", TYPE_ATTRS)
         desc_attr = _first(node.attrs, mapping, "description", DESCRIPTION_ATTRS)
         name = _as_text(ln, name_attr) or node.id
-        etype, labels = node_type(_as_text(ln, type_attr))
+        etype, labels = node_type(type_attr, _as_text(ln, type_attr))
         description = _as_text(ln, desc_attr)
         check_entity_size(ln, name, description, f"data[{desc_attr}]")
         properties = {k: v for k, v in node.attrs.items() if k not in {name_attr, desc_attr}
@@ -341,9 +341,11 @@ def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> 
         rid = edge.id or relation_id(edge.source, rtype, edge.target)
         check_text(rid, file, edge.line, "edge.id")
         if rid in seen:
-            if edge.id:
-                raise ln.fail("edge.id", f"duplicate edge id {rid!r}")
-            rid = f"{rid}#{edge.line}"  # a parallel edge of the same type (multigraph)
+            # networkx writes a multigraph's edge keys as ids, unique only per node pair; without ids, a parallel
+            # edge of the same type repeats the derived id
+            rid = f"{relation_id(edge.source, rtype, edge.target)}#{edge.id or edge.line}"
+            if rid in seen:
+                rid = f"{rid}@{edge.line}"
         if id_too_long(rid):
             raise ln.fail("edge.id", f"id longer than {MAX_ID_LEN} bytes of UTF-8")
         seen.add(rid)

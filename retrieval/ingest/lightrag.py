@@ -10,6 +10,7 @@ its placeholder (`unknown_source`); its chapter is the Markdown heading in force
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter, defaultdict
@@ -18,7 +19,7 @@ from typing import Any
 
 from retrieval.errors import IngestError
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.bundle import MAX_NESTING, Line, check_entity_size, check_text, relation_id
+from retrieval.ingest.bundle import MAX_NESTING, Line, check_entity_size, check_text, id_too_long, relation_id
 from retrieval.ingest.graphml import ParsedGraphML, dropped_note, parse_graphml
 from retrieval.ingest.headings import chapters
 from retrieval.models import Chunk, Entity, GraphData, Relation
@@ -134,11 +135,17 @@ def _sources(ln: Line, known: set[str], unknown: list[int]) -> tuple[str, ...]:
     return kept
 
 
+def _entity_id(node_id: str) -> str:
+    """LightRAG names a node by its entity name; a name past the id limit gets a stable hashed id."""
+    return node_id if not id_too_long(node_id) else "lightrag:" + hashlib.sha256(node_id.encode()).hexdigest()[:24]
+
+
 def _graph(parsed: ParsedGraphML, file: str, known: set[str]) -> tuple[list[Entity], list[Relation], list[str]]:
     unknown = [0]
     entities: dict[str, Entity] = {}
     for node in parsed.nodes:
         ln = Line(file, node.line, node.attrs)
+        check_text(node.id, file, node.line, "node.id")
         name = ln.text("entity_id") or node.id
         description = _description(ln)
         check_entity_size(ln, name, description)
@@ -146,7 +153,7 @@ def _graph(parsed: ParsedGraphML, file: str, known: set[str]) -> tuple[list[Enti
         properties = {k: v for k, v in node.attrs.items() if k not in _ENTITY_ATTRS}
         if files:
             properties["file_path"] = files
-        entities[node.id] = Entity(id=node.id, name=name, type=ln.text("entity_type") or "UNKNOWN",
+        entities[node.id] = Entity(id=_entity_id(node.id), name=name, type=ln.text("entity_type") or "UNKNOWN",
                                    description=description, properties=properties,
                                    source_chunks=_sources(ln, known, unknown))
     relations: list[Relation] = []
@@ -160,9 +167,10 @@ def _graph(parsed: ParsedGraphML, file: str, known: set[str]) -> tuple[list[Enti
         keywords = _keywords(ln.text("keywords"))
         description = _description(ln, f"Keywords: {', '.join(keywords)}" if keywords else "")
         check_text(description, file, edge.line, "description")
-        rid = edge.id or relation_id(edge.source, RELATION_TYPE, edge.target)
+        src, dst = entities[edge.source].id, entities[edge.target].id
+        rid = edge.id or relation_id(src, RELATION_TYPE, dst)
         relations.append(Relation(
-            id=rid, source_id=edge.source, target_id=edge.target, relation_type=RELATION_TYPE,
+            id=rid, source_id=src, target_id=dst, relation_type=RELATION_TYPE,
             description=description, weight=ln.number("weight", 1.0), vector_db_ref_id=rid,
             source_chunks=_sources(ln, known, unknown),
         ))
