@@ -3,7 +3,7 @@
 Computed communities: Leiden on the undirected, weighted entity graph (Traag, Waltman & van Eck, "From Louvain
 to Leiden: guaranteeing well-connected communities", Sci. Rep. 9, 2019; leidenalg on igraph, modularity, fixed
 seed), then Leiden again inside each community larger than `SPLIT_MIN` for a second level, as GraphRAG builds
-its hierarchy. Their titles name their most central entities (PageRank) and their summaries are counts read
+its hierarchy. Their titles name their most connected entities (weighted degree) and their summaries are counts read
 from the data, never prose.
 
 The sidecar `extras.json` of a version holds communities, claims and each book's chapter names; it is written
@@ -115,10 +115,10 @@ def _describe(
     entities: Sequence[Entity],
     relations: Sequence[Relation],
     inside: list[int],
-    pagerank: Sequence[float],
+    strength: Sequence[float],
 ) -> Community:
-    """A computed community: title from its most central entities, summary from its counts (no prose)."""
-    central = sorted(members, key=lambda i: (-pagerank[i], entities[i].name, i))
+    """A computed community: title from its most connected entities, summary from its counts (no prose)."""
+    central = sorted(members, key=lambda i: (-strength[i], entities[i].name, i))
     names = [_short(entities[i].name) for i in central[:TOP_NAMES]]
     more = len(members) - len(names)
     title = ", ".join(names) + (f" (+{more})" if more > 0 else "")
@@ -136,7 +136,8 @@ def _describe(
     ]
     if rel_types:
         parts.append(f"Relation types: {_counts(rel_types)}.")
-    parts.append("Most central (PageRank): " + ", ".join(_short(entities[i].name) for i in central[:5]) + ".")
+    parts.append("Most connected (weighted degree): " + ", ".join(_short(entities[i].name) for i in central[:5])
+                 + ".")
     return Community(
         id=cid,
         level=level,
@@ -160,40 +161,45 @@ def compute_communities(data: GraphData) -> tuple[Community, ...]:
     if not entities or not relations:
         return ()
     idx = {e.id: i for i, e in enumerate(entities)}
+    ends = [(idx[r.source_id], idx[r.target_id]) for r in relations]
     weights: dict[tuple[int, int], float] = defaultdict(float)
-    incident: list[int] = []
-    for r, rel in enumerate(relations):
-        a, b = idx[rel.source_id], idx[rel.target_id]
+    for (a, b), rel in zip(ends, relations, strict=True):
         if a != b:
             weights[(min(a, b), max(a, b))] += max(rel.weight, 0.0) or 1.0
-            incident.append(r)
     graph = ig.Graph(n=len(entities), edges=list(weights), directed=False)
     graph.es["weight"] = list(weights.values())
-    pagerank = graph.pagerank(weights="weight")
+    strength = graph.strength(weights="weight")  # O(E); PageRank would cost seconds at 1M edges
 
     def leiden(sub: ig.Graph) -> list[list[int]]:
         part = leidenalg.find_partition(sub, leidenalg.ModularityVertexPartition, weights="weight", seed=SEED)
         return [list(p) for p in part if len(p) >= MIN_SIZE]
 
-    def internal(members: list[int]) -> list[int]:
-        inside = set(members)
-        return [r for r in incident if idx[relations[r].source_id] in inside and idx[relations[r].target_id] in inside]
+    def inside(groups: list[list[int]]) -> list[list[int]]:
+        """The relations with both ends in each group (one pass over the relations)."""
+        member = [-1] * len(entities)
+        for k, group in enumerate(groups):
+            for i in group:
+                member[i] = k
+        out: list[list[int]] = [[] for _ in groups]
+        for r, (a, b) in enumerate(ends):
+            if a != b and member[a] == member[b] != -1:
+                out[member[a]].append(r)
+        return out
 
-    out: list[Community] = []
     top = sorted(leiden(graph), key=lambda m: (-len(m), m[0]))
     level1: list[tuple[str, list[int]]] = []
-    for members in top:
-        cid = str(len(out))
-        out.append(_describe(cid, 0, None, members, entities, relations, internal(members), pagerank))
+    for k, members in enumerate(top):
         if len(members) > SPLIT_MIN:
             parts = leiden(graph.induced_subgraph(members))
             if len(parts) > 1:
-                level1 += [(cid, [members[i] for i in p]) for p in sorted(parts, key=lambda p: (-len(p), p[0]))]
+                level1 += [(str(k), [members[i] for i in p]) for p in sorted(parts, key=lambda p: (-len(p), p[0]))]
+    out = [_describe(str(k), 0, None, m, entities, relations, rels, strength)
+           for k, (m, rels) in enumerate(zip(top, inside(top), strict=True))]
     children: dict[str, list[str]] = defaultdict(list)
-    for parent, members in level1:
+    for (parent, members), rels in zip(level1, inside([m for _, m in level1]), strict=True):
         cid = str(len(out))
         children[parent].append(cid)
-        out.append(_describe(cid, 1, parent, members, entities, relations, internal(members), pagerank))
+        out.append(_describe(cid, 1, parent, members, entities, relations, rels, strength))
     return tuple(c.model_copy(update={"children": tuple(children[c.id])}) if c.id in children else c for c in out)
 
 

@@ -334,7 +334,7 @@ def test_leiden_communities_are_deterministic_and_described_from_counts() -> Non
     assert sorted(sorted(c.entity_ids) for c in first) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]
     a = next(c for c in first if "a0" in c.entity_ids)
     assert a.source == "computed" and a.rank is None and a.level == 0 and a.size == 5
-    assert a.title.startswith("A0") and "(+2)" in a.title  # the most central entity first (the bridge end)
+    assert a.title.startswith("A0") and "(+2)" in a.title  # the most connected entity first (the bridge end)
     assert len(a.relation_ids) == 10 and "bridge" not in a.relation_ids
     assert "5 entities, 10 relations between them" in a.summary and "IN_A 10" in a.summary
     assert compute_communities(GraphData(entities=(Entity(id="x", name="x"),))) == ()
