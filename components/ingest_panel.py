@@ -138,11 +138,11 @@ def mapping_inputs() -> dict[str, str]:
 
 
 def render_stats(stats: GraphStats) -> None:
-    cols = st.columns(5)
+    cols = st.columns(6)
     for col, (label, value) in zip(
         cols,
         (("Books", stats.books), ("Chapters", stats.chapters), ("Chunks", stats.chunks),
-         ("Entities", stats.entities), ("Relations", stats.relations)),
+         ("Entities", stats.entities), ("Relations", stats.relations), ("Communities", stats.communities)),
         strict=True,
     ):
         col.metric(label, f"{value:,}", border=True)

@@ -116,7 +116,8 @@ def test_other_pages_render(app_env: Path, page: str, title: str) -> None:
 
 def test_data_page_shows_stats_graphs_and_actions(app_env: Path) -> None:
     at = run_page("pages/data.py")
-    assert [m.label for m in at.metric] == ["Books", "Chapters", "Chunks", "Entities", "Relations"]
+    assert [m.label for m in at.metric] == ["Books", "Chapters", "Chunks", "Entities", "Relations", "Communities"]
+    assert int(at.metric[5].value) > 10  # computed at ingest (Leiden)
     assert int(at.metric[0].value) == 4 and int(at.metric[3].value.replace(",", "")) > 100
     graphs = at.dataframe[0].value
     assert sorted(graphs["graph"]) == ["demo", HOSTILE_GRAPH]
