@@ -71,7 +71,8 @@ def _entity_view(settings: Any, handle: catalog.GraphHandle, index: CommunityInd
         echo_json({"graph": handle.name, "entity": target.model_copy(update={"source_chunks": ()}),
                    "communities": mine, "claims": claims})
         return
-    typer.echo(f"{target.name} ({target.type}, id {target.id}): {len(mine)} communities, {len(claims)} claims")
+    plural = "community" if len(mine) == 1 else "communities"
+    typer.echo(f"{target.name} ({target.type}, id {target.id}): {len(mine)} {plural}, {len(claims)} claims")
     for c in sorted(mine, key=lambda c: (c.level, c.id)):
         typer.echo(f"level {c.level}" + _line(c))
     for claim in claims:
