@@ -99,11 +99,12 @@ def test_upload_open_in_search_and_open_a_community(
     page.goto(app_url + "/data")
     page.get_by_text("Import a graph").wait_for(timeout=90_000)
     page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(archive))
-    page.get_by_text(archive.name).first.wait_for()
+    page.get_by_text(archive.name).first.wait_for(timeout=60_000)
     page.get_by_test_id("stButtonGroup").get_by_text(fmt, exact=True).click()
     # the upload proposes its name (the zip's stem); Import is enabled once the app has both
-    page.wait_for_function("n => [...document.querySelectorAll('input')].some(i => i.value === n)", arg=name)
-    page.wait_for_function(ENABLED, arg="Import")
+    page.wait_for_function("n => [...document.querySelectorAll('input')].some(i => i.value === n)", arg=name,
+                           timeout=60_000)
+    page.wait_for_function(ENABLED, arg="Import", timeout=60_000)
     page.get_by_role("button", name="Import").click()
     link = page.get_by_role("link", name=f"Open {name} in Search")
     link.wait_for(timeout=120_000)
@@ -113,6 +114,8 @@ def test_upload_open_in_search_and_open_a_community(
     # Search is the default page: its URL is the app's root (or /search), the new graph named in ?graph=
     page.wait_for_function("n => new URLSearchParams(location.search).get('graph') === n", arg=name, timeout=30_000)
 
+    # the first view of a new graph opens it (stores, CSR, warm-up search) before the query box appears
+    page.get_by_placeholder("Ask a multi-hop question", exact=False).wait_for(timeout=120_000)
     ask(page, page.url, case.question)
     page.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
 
