@@ -162,10 +162,14 @@ def _chunks(docs: _Table, units: _Table) -> list[Chunk]:
             raise ln.fail(doc_col, f"unknown document id {(refs or [''])[0]!r}")
         ln.text("text", required=True)
         unit_rows[uid] = (ln, refs[0])
+    by_doc: dict[str, list[str]] = {}
+    for uid, (_, did) in unit_rows.items():
+        by_doc.setdefault(did, []).append(uid)
     out: list[Chunk] = []
     for did, (title, text, listed) in documents.items():
-        mine = [u for u in listed if u in unit_rows and unit_rows[u][1] == did]
-        mine += [u for u, (_, d) in unit_rows.items() if d == did and u not in set(mine)]
+        # the document's own order first; units that name the document without being listed follow
+        mine = list(dict.fromkeys([u for u in listed if u in unit_rows and unit_rows[u][1] == did]
+                                  + by_doc.get(did, [])))
         texts = [unit_rows[u][0].text("text") for u in mine]
         for position, (uid, unit_text, chapter) in enumerate(zip(mine, texts, chapters(text, texts), strict=True)):
             ln = unit_rows[uid][0]
