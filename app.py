@@ -34,8 +34,7 @@ nav = st.navigation(
 )
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 handle = app_state.current_handle(cfg)
-capabilities = [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)]
-render_sidebar(cfg, handle, capabilities, data_page)
+render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page)
 if handle is not None:
     try:
         app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,6 +169,7 @@ class _Probe:
 
         self.reranker = CrossEncoderReranker(model)
         self.done = threading.Event()
+        self.started = time.monotonic()
         threading.Thread(target=self._run, name=f"probe-{model}", daemon=True).start()
 
     def _run(self) -> None:
@@ -188,17 +190,23 @@ def cross_encoder(cfg: Settings) -> CrossEncoderReranker:
 
 
 def _why(reason: str) -> str:
+    """The badge's word for a `retrieval.rerank.cross_encoder.unavailable` sentence."""
     low = reason.lower()
-    if "connect" in low or "offline" in low or "name or service" in low or "local_files_only" in low:
+    if "offline" in low or "could not be reached" in low:
         return "offline"
-    if "not found" in low or "does not appear" in low or "no such file" in low:
+    if "no such file" in low or "no model by that name" in low:
         return "model not found"
     return "failed to load"
 
 
+# An offline miss is told in milliseconds: the first status read waits up to this long rather than draw "loading…"
+# (later reads never wait; the sidebar redraws its badges until a real load settles).
+PROBE_WAIT_S = 1.0
+
+
 def cross_encoder_status(cfg: Settings) -> Capability:
     probe = _cross_encoder_probe(cfg.cross_encoder_model)
-    if not probe.done.is_set():
+    if not probe.done.wait(max(0.0, probe.started + PROBE_WAIT_S - time.monotonic())):
         return Capability("Cross-encoder", "loading", "loading…", cfg.cross_encoder_model)
     if probe.reranker.available:
         return Capability("Cross-encoder", "live", "loaded", cfg.cross_encoder_model)

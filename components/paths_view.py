@@ -20,6 +20,7 @@ from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
 from retrieval.export import induced_edges, merge_subgraphs, suggest_keywords
+from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, expand, k_shortest_paths, resolve_entity
@@ -438,8 +439,9 @@ def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk])
 
 def as_facts(result: PathResult) -> list[VerbalizedFact]:
     """Paths as VerbalizedFacts, so that the Search page's source grouping applies unchanged."""
-    return [VerbalizedFact(id=f"path-{i}", type="local", text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
-            for i, p in enumerate(result.paths)]
+    return [VerbalizedFact(id=path_item_id([n.id for n in p.nodes], [e.id for e in p.edges]), type="local",
+                           text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
+            for p in result.paths]
 
 
 def render_path_sources(result: PathResult, chunks: dict[str, Chunk]) -> None:

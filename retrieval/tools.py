@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval.errors import RetrievalError
+from retrieval.items import chunk_item_id
 from retrieval.models import SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, VectorHit
@@ -59,7 +60,7 @@ def chunk_fact(chunk_id: str, payload: dict[str, Any], scores: dict[str, float])
         chunk_id=chunk_id,
     )
     return VerbalizedFact(
-        id=f"chunk:{chunk_id}",
+        id=chunk_item_id(chunk_id),
         type="document",
         text=str(payload.get("text", "")),
         scores=scores,

@@ -6,12 +6,12 @@ direction); global relations: `A --[REL]--> B: description` (seed "Task 22: Know
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from retrieval.embedding import Embedder
+from retrieval.items import path_item_id, relation_item_id
 from retrieval.models import Entity, GlobalRelation, SearchResult, SemanticPath, SourceMetadata, VerbalizedFact
 from retrieval.stores.base import RELATIONS, VectorStore, unique
 from retrieval.traverse import path_sources, verbalize
@@ -35,10 +35,6 @@ def global_text(rel: GlobalRelation) -> str:
     return f"{head}: {rel.description}" if rel.description else head
 
 
-def _fact_id(prefix: str, parts: Iterable[str]) -> str:
-    return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
-
-
 def _validity(values: Iterable[str | None], latest: bool) -> str | None:
     present = sorted(v for v in values if v)
     return (present[-1] if latest else present[0]) if present else None
@@ -48,7 +44,7 @@ def path_fact(path: SemanticPath) -> VerbalizedFact:
     """A local fact: the path text with its PPR and path-semantic scores and its edges' chunks."""
     nodes = path_nodes(path)
     return VerbalizedFact(
-        id=_fact_id("path", [n.id for n in nodes] + [e.id for e in path.edges]),
+        id=path_item_id([n.id for n in nodes], [e.id for e in path.edges]),
         type="local",
         channel="graph",
         text=path_text(path),
@@ -66,7 +62,7 @@ def global_fact(rel: GlobalRelation) -> VerbalizedFact:
     """A global fact: the relation text with its description-search similarity."""
     r = rel.relation
     return VerbalizedFact(
-        id=_fact_id("rel", [r.id]),
+        id=relation_item_id(r.id),
         type="global",
         channel="graph",
         text=global_text(rel),

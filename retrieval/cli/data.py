@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from tqdm import tqdm
 
 from retrieval import catalog
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
@@ -19,6 +20,27 @@ from retrieval.stores.base import open_graph_store, open_vector_store
 DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
+class StageBars:
+    """A reader's stage reports (stage, done, total) as one tqdm bar per stage, closed when the next begins."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.bar: tqdm[Any] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.bar = stage, tqdm(total=total, desc=stage, unit="item", leave=False)
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def _ingest(
     settings: Settings, path: Path, fmt: str, name: str | None, progress: bool, mapping: dict[str, str] | None = None
 ) -> None:
@@ -26,9 +48,15 @@ def _ingest(
     from retrieval.ingest.build import ingest
 
     start = time.perf_counter()
+    bars = StageBars() if progress else None
     with cli_errors():
-        options = IngestOptions(settings=settings, mapping=mapping or {})
-        report = ingest(settings, path, fmt=fmt, name=name, progress=progress, options=options)
+        try:
+            # the stage bars show every reader and build stage (embedding too): the build's own bars stay off
+            report = ingest(settings, path, fmt=fmt, name=name, progress=progress and bars is None,
+                            options=IngestOptions(settings=settings, progress=bars, mapping=mapping or {}))
+        finally:
+            if bars is not None:
+                bars.close()  # before an error line is printed
     wall = time.perf_counter() - start
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     typer.echo(f"{report.summary()}; wall {wall:.1f} s ({stages})")
@@ -71,12 +99,21 @@ def register(app: typer.Typer) -> None:
         weight_attr: str = typer.Option(None, "--weight-attr", help="graphml/csv: edge attribute holding the weight"),
         data_dir: Path = DataDirOpt,
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
+        chunk_tokens: int = typer.Option(None, "--chunk-tokens",
+                                         help="documents: tokens per chunk (default $KG_CHUNK_TOKENS or 200)"),
+        chunk_overlap: int = typer.Option(None, "--chunk-overlap",
+                                          help="documents: tokens shared by neighbouring chunks (default 40)"),
+        noun_phrases: bool = typer.Option(None, "--noun-phrases/--no-noun-phrases",
+                                          help="documents, offline extractor: noun phrases named by 2+ chunks "
+                                          "become entities too (default $KG_OFFLINE_NOUN_PHRASES or off)"),
     ) -> None:
         """Build a graph from PATH into a new version and swap it in (unchanged input: no rebuild)."""
         flags = {"name": name_attr, "type": type_attr, "description": description_attr,
                  "relation_type": relation_type_attr, "weight": weight_attr}
-        mapping = {k: v for k, v in flags.items() if v}
-        _ingest(settings_from(data_dir), path, fmt, name, progress, mapping)
+        with cli_errors():
+            settings = settings_from(data_dir, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap,
+                                     offline_noun_phrases=noun_phrases)
+        _ingest(settings, path, fmt, name, progress, {k: v for k, v in flags.items() if v})
 
     @app.command("demo")
     def demo_cmd(

@@ -26,6 +26,7 @@ FORMATS: dict[str, str] = {
     "lightrag": "retrieval.ingest.lightrag:load_lightrag",
     "graphml": "retrieval.ingest.graphml:load_graphml",
     "csv": "retrieval.ingest.csvgraph:load_csv",
+    "documents": "retrieval.ingest.documents:load_documents",
 }
 
 

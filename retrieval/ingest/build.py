@@ -10,7 +10,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -236,9 +236,14 @@ def _embed_into(
     try:
         # Few large inserts: each Milvus insert ends in a flush, and fewer segments also search faster.
         for group in _groups(len(texts), texts, INSERT_ROWS):
+            # Each distinct text is embedded once (relations extracted from documents share their sentence).
+            slot: dict[str, int] = {}
+            for i in group:
+                slot.setdefault(texts[i], len(slot))
+            distinct = list(slot)
             parts = []
-            for start in range(0, len(group), EMBED_BATCH):
-                batch = [texts[i] for i in group[start : start + EMBED_BATCH]]
+            for start in range(0, len(distinct), EMBED_BATCH):
+                batch = distinct[start : start + EMBED_BATCH]
                 t = time.perf_counter()
                 parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
                 seconds["embed"] = seconds.get("embed", 0.0) + time.perf_counter() - t
@@ -246,8 +251,13 @@ def _embed_into(
                 done += len(batch)
                 if report is not None:
                     report(stage, done, len(texts))
+            bar.update(len(group) - len(distinct))
+            done += len(group) - len(distinct)  # repeated texts reuse their vector
+            if report is not None:
+                report(stage, done, len(texts))
+            matrix = np.concatenate(parts)[[slot[texts[i]] for i in group]]
             t = time.perf_counter()
-            vectors.insert(collection, [row(items[i], texts[i]) for i in group], np.concatenate(parts))
+            vectors.insert(collection, [row(items[i], texts[i]) for i in group], matrix)
             seconds["vectors"] = seconds.get("vectors", 0.0) + time.perf_counter() - t
     finally:
         bar.close()
@@ -495,6 +505,7 @@ _DETECT: tuple[tuple[str, Callable[[Path], bool]], ...] = (
     ("lightrag", lambda p: (p / "graph_chunk_entity_relation.graphml").is_file()),
     ("csv", lambda p: (p / "nodes.csv").is_file() and (p / "relationships.csv").is_file()),
     ("graphml", lambda p: len(list(p.glob("*.graphml"))) == 1),
+    ("documents", lambda p: _has_documents(p)),  # last: the other formats' folders may hold a README.md
 )
 
 
@@ -507,8 +518,14 @@ def detect_format(path: Path) -> str:
         str(path), 0, "path",
         "no known format: expected a bundle (chunks.jsonl), HippoRAG output (openie_*.json), a GraphRAG output "
         "folder (entities.parquet), a LightRAG working dir (graph_chunk_entity_relation.graphml), nodes.csv + "
-        "relationships.csv, or one .graphml file",
+        "relationships.csv, one .graphml file, or a folder of documents (.txt, .md, .pdf, .epub)",
     )
+
+
+def _has_documents(path: Path) -> bool:
+    from retrieval.ingest.books import SUFFIXES
+
+    return any(p.suffix.lower() in SUFFIXES and p.is_file() for p in path.rglob("*"))
 
 
 def load_data(path: str | Path, fmt: str = "auto", options: IngestOptions | None = None) -> GraphData:
@@ -542,6 +559,9 @@ def ingest(
     """
     path = Path(path)
     t = time.perf_counter()
+    options = options or IngestOptions()
+    if options.settings is None:  # readers that extract (documents) need the key, cache dir and chunk sizes
+        options = replace(options, settings=settings)
     data = load_data(path, fmt, options)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
