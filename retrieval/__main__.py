@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "retrieval.cli.memory",  # memory list|search|get|traverse|store|delete
     "retrieval.cli.search",  # search, eval, bench
     "retrieval.cli.answer",  # answer, cypher, calibrate-nomatch
+    "retrieval.cli.communities",  # communities [--level N] [--entity ID]
 )
 
 

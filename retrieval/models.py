@@ -75,6 +75,53 @@ class SourceMetadata(Record):
     chunk_id: str = ""
 
 
+class Finding(Record):
+    """One insight of a community report: a short summary and its explanation."""
+
+    summary: str = ""
+    explanation: str = ""
+
+
+class Community(Record):
+    """A group of entities: GraphRAG's Leiden hierarchy with its LLM report, or one computed at ingest.
+
+    A computed community has no LLM report: its title names its top entities and its summary is a plain
+    description built from its own counts (`source == "computed"`, `rank` is None).
+    """
+
+    id: str
+    level: int = 0
+    parent: str | None = None
+    children: tuple[str, ...] = ()
+    title: str = ""
+    summary: str = ""
+    rank: float | None = None  # GraphRAG: the report's LLM-rated importance (0-10)
+    rank_explanation: str = ""
+    findings: tuple[Finding, ...] = ()
+    entity_ids: tuple[str, ...] = ()
+    relation_ids: tuple[str, ...] = ()  # relations with both ends inside
+    chunk_ids: tuple[str, ...] = ()
+    size: int = 0  # entities
+    source: Literal["graphrag", "computed"] = "computed"
+
+
+class Claim(Record):
+    """A claim (GraphRAG covariate) about its subject entity; an object that is no entity stays text."""
+
+    id: str
+    subject_id: str | None = None  # None: the subject named is not an entity of the graph
+    subject: str = ""  # the subject as the source names it
+    object_id: str | None = None
+    object: str = ""
+    type: str = ""
+    status: str = ""  # e.g. TRUE, FALSE, SUSPECTED
+    description: str = ""
+    start_date: str | None = None
+    end_date: str | None = None
+    source_text: str = ""
+    source_chunks: tuple[str, ...] = ()
+
+
 class GraphData(Record):
     """A whole graph in memory: what ingest builds and stores load."""
 
@@ -82,6 +129,8 @@ class GraphData(Record):
     relations: tuple[Relation, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     warnings: tuple[str, ...] = ()  # what the parser skipped (e.g. malformed triples), shown by ingest
+    communities: tuple[Community, ...] = ()  # empty: ingest computes them (Leiden)
+    claims: tuple[Claim, ...] = ()
 
 
 class Subgraph(Record):
@@ -108,6 +157,8 @@ class GraphStats(Record):
     created_at: str = ""
     embed_model: str = ""
     vectors: dict[str, int] = Field(default_factory=dict)  # rows per vector collection
+    communities: int = 0
+    chapter_names: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # book -> chapters in reading order
 
 
 # --- search records ---------------------------------------------------------------------------

@@ -9,6 +9,9 @@ from retrieval.runtime import KG
 from retrieval.verbalize import weak_matches_text
 
 MODES = ("kg", "vector", "graph", "hybrid", "comprehensive", "dual", "multidoc")
+TEXT_MODES = frozenset({"vector", "hybrid", "comprehensive", "dual", "multidoc"})  # they search source chunks
+NO_TEXT = ("this graph has no source text (0 chunks, e.g. a GraphML or CSV import): document search finds "
+           "nothing; the kg and graph modes search its entities and relations")
 
 
 def run_mode(
@@ -26,7 +29,25 @@ def run_mode(
 
     `no_match`: apply the no-match signal (`retrieval.nomatch.gate`); evaluation turns it off to rank passages.
     """
-    from retrieval import dual_channel, multidoc, nomatch, retriever, tools
+    from retrieval import nomatch
+
+    result = _dispatch(kg, mode, query, limit=limit, text_weight=text_weight, params=params, settings=settings)
+    if mode in TEXT_MODES and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
+        result = result.model_copy(update={"warnings": (*result.warnings, NO_TEXT)})
+    return nomatch.gate(result, kg) if no_match else result
+
+
+def _dispatch(
+    kg: KG,
+    mode: str,
+    query: str,
+    *,
+    limit: int,
+    text_weight: float,
+    params: SearchParams | None,
+    settings: Settings | None,
+) -> SearchResult:
+    from retrieval import dual_channel, multidoc, retriever, tools
 
     if mode == "kg":
         base = params or SearchParams.model_validate({"max_results": limit})
@@ -45,7 +66,7 @@ def run_mode(
         result = multidoc.multidoc_search(kg, query, num_docs=min(limit, 20))
     else:
         raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    return nomatch.gate(result, kg) if no_match else result
+    return result
 
 
 def cited_chunks(result: SearchResult) -> set[str]:
