@@ -32,10 +32,15 @@ UNANSWERABLE = Path(__file__).resolve().parents[1] / "data" / "nomatch" / "unans
 
 def strength(relation_hits: Sequence[VectorHit], chunk_hits: Sequence[VectorHit], entity_hits: Sequence[VectorHit],
              embedder: str, threshold: float = THRESHOLD) -> EvidenceStrength:
-    """Evidence strength from the nearest relation description, chunk and entity (hits best first)."""
-    signals = {name: float(hits[0].score) if hits else 0.0
-               for name, hits in (("relation", relation_hits), ("chunk", chunk_hits), ("entity", entity_hits))}
-    return EvidenceStrength(score=sum(signals.values()) / 3, threshold=threshold,
+    """Evidence strength from the nearest relation description, chunk and entity (hits best first).
+
+    A collection with no hit is empty (a graph without text has no chunks): it is left out of the mean rather
+    than counted as a miss, so such a graph is judged on what it holds.
+    """
+    signals = {name: float(hits[0].score)
+               for name, hits in (("relation", relation_hits), ("chunk", chunk_hits), ("entity", entity_hits)) if hits}
+    score = sum(signals.values()) / len(signals) if signals else 0.0
+    return EvidenceStrength(score=score, threshold=threshold,
                             applied=embedder == CALIBRATED_FOR, signals=signals)
 
 

@@ -86,9 +86,12 @@ def test_strength_is_the_mean_best_cosine_of_the_three_collections() -> None:
     from retrieval.nomatch import strength
 
     hit = lambda s: [VectorHit("x", s, {}), VectorHit("y", s - 0.1, {})]  # noqa: E731
-    found = strength(hit(0.6), hit(0.3), [], "all-MiniLM-L6-v2")
+    found = strength(hit(0.6), hit(0.3), hit(0.0), "all-MiniLM-L6-v2")
     assert math.isclose(found.score, 0.3) and found.signals == pytest.approx({"relation": 0.6, "chunk": 0.3,
                                                                               "entity": 0.0})
+    # an empty collection (a graph without text has no chunks) is left out of the mean, not counted as a miss
+    no_text = strength(hit(0.6), [], hit(0.4), "all-MiniLM-L6-v2")
+    assert math.isclose(no_text.score, 0.5) and set(no_text.signals) == {"relation", "entity"}
     assert found.applied and not strength([], [], [], "hash-384").applied
 
 
