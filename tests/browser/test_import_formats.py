@@ -1,5 +1,6 @@
 """Bring your own graph in Debian chromium: upload a zip of each format on the Data page, follow "Open in Search",
-search the new graph, then jump from one of its entities to its communities and open one (report + subgraph).
+search the new graph (documents included: a PDF, an EPUB, Markdown and text, built offline), then jump from one of
+its entities to its communities and open one (report + subgraph).
 
 One case per format (`CASES`); a format is added by appending a case. Fixtures are small on purpose: the server
 embeds each upload."""
@@ -21,6 +22,7 @@ from retrieval.communities import CommunityIndex, load_extras
 from tests.browser.conftest import ALL_GRAPHS_DRAWN, ask
 from tests.browser.test_search_page import FACT_TABLE, egress
 from tests.conftest import DULCE, ROOT
+from tests.data.documents.make_docs import write_library
 
 pytestmark = pytest.mark.browser
 DATA = ROOT / "tests" / "data"
@@ -76,6 +78,8 @@ CASES = {
     "lightrag": Case(lambda d: DATA / "lightrag" / "workdir", "What did Ada Lovelace write?"),
     "graphml": Case(lambda d: DATA / "graphml" / "gephi.graphml", "Who pursues Valjean?"),
     "csv": Case(lambda d: DATA / "csv" / "movies", "Who acted in The Matrix?"),
+    # a PDF (fpdf2), an EPUB (EbookLib), Markdown and text; no key here, so the offline extractor builds it
+    "documents": Case(write_library, "Who did Marta Silva save near Cabo Frio?"),
 }
 
 
