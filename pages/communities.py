@@ -11,16 +11,10 @@ from components.text import md_literal
 from retrieval.errors import RetrievalError
 
 cfg = app_state.settings()
-handle = app_state.current_handle(cfg)
 st.markdown("### Communities")
-if handle is None:
-    st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
-    st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
-    st.stop()
-
+handle, kg = app_state.page_graph(cfg, "explore")
 st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
 try:
-    kg = app_state.open_kg(cfg, handle)
     index = kg.communities
     focus = cv.render_entity(kg, index)
     if not index.communities:
