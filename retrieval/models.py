@@ -220,6 +220,10 @@ class StageTiming(Record):
     ms: float
 
 
+# The longest query any search mode runs (every tool, the KG retriever, imported query sets).
+MAX_QUERY_CHARS = 2000
+
+
 class SearchParams(Record):
     """Seed parameters of the KG retriever (validated)."""
 

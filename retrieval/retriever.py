@@ -34,6 +34,7 @@ from retrieval.local_search import (
     trace_destinations,
 )
 from retrieval.models import (
+    MAX_QUERY_CHARS,
     Entity,
     GlobalRelation,
     Relation,
@@ -50,8 +51,6 @@ from retrieval.rerank.base import EmbeddingCache
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS, VectorHit
 from retrieval.verbalize import fact_vectors, global_fact, path_fact, with_sources
-
-MAX_QUERY_CHARS = 2000
 
 
 def embedding_cache(kg: KG) -> EmbeddingCache:
