@@ -24,6 +24,8 @@ nav = st.navigation(
             st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search", default=True),
             st.Page("pages/paths.py", title="Paths", icon=":material/route:", url_path="paths"),
             st.Page("pages/memory.py", title="Graph Memory", icon=":material/inventory_2:", url_path="memory"),
+            st.Page("pages/query.py", title="Query", icon=":material/terminal:", url_path="query"),
+            st.Page("pages/communities.py", title="Communities", icon=":material/groups:", url_path="communities"),
         ],
         "Evaluate": [
             st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),

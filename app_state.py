@@ -103,6 +103,24 @@ def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
     return _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend))
 
 
+def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
+    """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
+    from components.text import md_literal
+    from retrieval.errors import RetrievalError
+
+    handle = current_handle(cfg)
+    if handle is None:
+        st.info(f"No graph to {to_do} yet. Build the demo graph on the **Data** page.", icon=":material/info:")
+        st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
+        st.stop()
+    try:
+        return handle, open_kg(cfg, handle)
+    except RetrievalError as exc:
+        st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
+        st.stop()
+    raise AssertionError("st.stop() ends the run")
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) -> SearchResult:
     """One KG search, cached on (graph, version, query, params)."""
@@ -117,7 +135,9 @@ def run_mode(
     """One search in any `retrieval.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
     KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
     if mode == "kg":
-        return run_search(kg, graph, version, query, params_json)
+        from retrieval.nomatch import gate
+
+        return gate(run_search(kg, graph, version, query, params_json))
     return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
 
 

@@ -303,6 +303,9 @@ def render_history(hist: History, cat: EntityCatalog, view: ExploreView) -> str 
                    key="x-back", help="Undo the last expansion", use_container_width=True)
     cols[2].button("Forward", icon=":material/redo:", disabled=hist.pos >= len(hist.steps), on_click=_go,
                    args=(hist, 1), key="x-fwd", help="Redo an expansion you went back from", use_container_width=True)
+    if picked is not None:  # jump to the picked entity's communities and claims
+        cols[3].page_link("pages/communities.py", label="Its communities", icon=":material/groups:",
+                          query_params={"graph": st.query_params.get("graph", ""), "entity": picked})
     trail = [f"**{md_literal(short(cat.label(view.base.start_id), 40))}**"]
     for i, node in enumerate(hist.steps):
         item = f"\\+ {md_literal(short(cat.label(node), 40))}"
@@ -446,7 +449,7 @@ def render_path_sources(result: PathResult, chunks: dict[str, Chunk]) -> None:
     """Book → chapter → chunk text, with the paths citing each chunk."""
     groups = group_sources(as_facts(result), chunks)
     if not groups:
-        st.info("These paths cite no source chunks.")
+        st.info("No source text: these paths cite no source chunks.")
         return
     for g in groups:
         by = f" — {md_literal(g.author)}" if g.author else ""

@@ -78,7 +78,8 @@ def render_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk], *,
     groups = group_sources(facts, chunks)
     rows, start = source_rows(groups, query, picked)
     if not rows:
-        st.info("These facts cite no source chunks.")
+        st.info("No source text: these facts cite no source chunks (a graph imported without text, such as a "
+                "GraphML or CSV export, has none).")
         return
     st.caption(f"{len(rows)} chunks from {len(groups)} book{'s' if len(groups) != 1 else ''}")
     render_grader(rows, key=key, target=target, start=start)

@@ -16,6 +16,8 @@ COMMAND_MODULES = (
     "retrieval.cli.paths",  # paths A B
     "retrieval.cli.memory",  # memory list|search|get|traverse|store|delete
     "retrieval.cli.search",  # search, eval, bench
+    "retrieval.cli.answer",  # answer, cypher, calibrate-nomatch
+    "retrieval.cli.communities",  # communities [--level N] [--entity ID]
 )
 
 

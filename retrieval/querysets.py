@@ -17,9 +17,8 @@ from typing import Literal
 
 from retrieval.errors import IngestError, NotFoundError, ValidationError
 from retrieval.labels import LabelStore, file_lines, normalize_query, read_text_file, tsv_query_rows
-from retrieval.models import Record
+from retrieval.models import MAX_QUERY_CHARS, Record
 
-MAX_QUERY_CHARS = 2000  # the search tools' limit: a longer query could not be run by any mode
 MAX_SET_NAME = 100
 ID_KEYS = ("id", "query_id", "qid", "_id")
 TEXT_KEYS = ("query", "text", "question")

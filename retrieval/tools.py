@@ -16,11 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval.errors import RetrievalError
 from retrieval.items import chunk_item_id
-from retrieval.models import SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
+from retrieval.models import MAX_QUERY_CHARS, SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, VectorHit
-
-MAX_QUERY_CHARS = 2000
 
 
 class ToolParams(BaseModel):

@@ -12,7 +12,15 @@ import numpy as np
 
 from retrieval.embedding import Embedder
 from retrieval.items import path_item_id, relation_item_id
-from retrieval.models import Entity, GlobalRelation, SearchResult, SemanticPath, SourceMetadata, VerbalizedFact
+from retrieval.models import (
+    Entity,
+    EvidenceStrength,
+    GlobalRelation,
+    SearchResult,
+    SemanticPath,
+    SourceMetadata,
+    VerbalizedFact,
+)
 from retrieval.stores.base import RELATIONS, VectorStore, unique
 from retrieval.traverse import path_sources, verbalize
 
@@ -130,8 +138,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def weak_matches_text(weak: Sequence[VerbalizedFact], strength: EvidenceStrength | None) -> str:
+    """The no-match message, the evidence strength against its threshold, the nearest candidates as weak matches."""
+    lines = [NOTHING]
+    if strength is not None:
+        lines.append(f"(evidence strength {strength.score:.2f}, below the threshold {strength.threshold:.2f})")
+    if weak:
+        lines += ["", "Weak matches (the nearest candidates, not evidence):"]
+        lines += [f"{n}. {_one_line(f.text)}" for n, f in enumerate(weak, start=1)]
+    return "\n".join(lines)
+
+
 def to_markdown(result: SearchResult) -> str:
     """The seed's agent context: a header, Entities, then Relationships & Paths with a source line each."""
+    if result.no_match:
+        return weak_matches_text(result.weak_matches, result.evidence_strength) + "\n"
     if not result.facts:
         return NOTHING
     lines = [HEADER, "", f"**Query:** {_one_line(result.query)}", ""]
