@@ -7,21 +7,11 @@ import streamlit as st
 import app_state
 from components import labeling as lab
 from components.annotator import grading_target
-from components.text import md_literal
-from retrieval.errors import RetrievalError
 
 cfg = app_state.settings()
-handle = app_state.current_handle(cfg)
 st.markdown("### Labeling")
-if handle is None:
-    st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
-    st.stop()
-try:
-    kg = app_state.open_kg(cfg, handle)
-except RetrievalError as exc:
-    st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
-    st.stop()
-
+handle, kg = app_state.page_graph(cfg, "label")
+st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
 target = grading_target(kg.version)
 qset = lab.choose_set(target.store)
 if qset is None:

@@ -102,14 +102,14 @@ def test_upload_open_in_search_and_open_a_community(
     name = f"byog-{fmt}"
     page.goto(app_url + "/data")
     page.get_by_text("Import a graph").wait_for(timeout=90_000)
-    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(archive))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".zip"]').set_input_files(str(archive))
     page.get_by_text(archive.name).first.wait_for(timeout=60_000)
     # the app has the upload once it proposes its name (the zip's stem); only then pick the format
     page.wait_for_function("n => [...document.querySelectorAll('input')].some(i => i.value === n)", arg=name,
                            timeout=60_000)
     page.get_by_test_id("stButtonGroup").get_by_text(fmt, exact=True).click()
     page.wait_for_function(ENABLED, arg="Import", timeout=60_000)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()  # not "Import query set"
     link = page.get_by_role("link", name=f"Open {name} in Search")
     link.wait_for(timeout=120_000)
     assert page.get_by_test_id("stDataFrame").first.is_visible()  # the graph list, now holding the new graph

@@ -66,7 +66,7 @@ def test_labeling_workflow_grades_fifty_items_with_keys_at_typing_speed(
     page.get_by_text("Import a query set for labeling").first.wait_for(timeout=60_000)
     if page.get_by_role("tab", name="Query sets and pools").count():  # another set exists already
         page.get_by_role("tab", name="Query sets and pools").click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(queries))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".jsonl"]').set_input_files(str(queries))
     page.get_by_role("textbox", name="Set name").fill("keys")
     page.get_by_role("button", name="Import query set").click()
     page.get_by_text("Imported query set keys: 3 queries").wait_for(state="attached", timeout=30_000)

@@ -108,6 +108,7 @@ def test_what_if_labels_reload_and_ndcg(page: Any, app_url: str, app_data_dir: P
     graded = wait_for(page, GRADED, lambda m: True, 60)
     assert graded.groups() == ("3", str(total)), "labels did not survive the reload"
     assert wait_for(page, TRACE, lambda m: True).group(1) == "1", "a reload must reuse the cached pool"
+    page.locator(GRADES + " .row").first.wait_for()
     assert page.locator(GRADES + " .row").evaluate_all("rows => rows.slice(0, 3).map(r => r.dataset.grade)") == [
         "3", "2", "0"], "the list shows the stored grades after the reload"
     wait_idle(page)
