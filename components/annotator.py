@@ -13,7 +13,7 @@ import streamlit as st
 import app_state
 from components.grader import GradeTarget, label_store
 from components.text import md_literal
-from retrieval.errors import ValidationError
+from retrieval.errors import RetrievalError, ValidationError
 from retrieval.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
 
 FIELD = "annotator-input"
@@ -81,6 +81,18 @@ def annotator_box() -> None:
                 on_stored_change=_restore, height=0)
 
 
-def grading_target(graph_version: str) -> GradeTarget:
-    """Where this page's grades go: the data dir's label store, the graph version, the sidebar's annotator."""
-    return GradeTarget(label_store(str(app_state.settings().data_dir)), graph_version, current_annotator())
+def grading_target(graph_version: str, *, required: bool = False) -> GradeTarget:
+    """Where this page's grades go: the data dir's label store, the graph version, the sidebar's annotator.
+
+    A label store that cannot be opened (a read-only data directory, a full disk) is named in a warning and the
+    page's lists become read-only; a page that is about labels (`required`) shows the error and stops instead.
+    """
+    try:
+        store = label_store(str(app_state.settings().data_dir))
+    except RetrievalError as exc:
+        if required:
+            st.error(f"Cannot open the label store: {md_literal(exc)}", icon=":material/error:")
+            st.stop()
+        st.warning(f"Grading is off on this page: {md_literal(exc)}", icon=":material/edit_off:")
+        return GradeTarget(None, graph_version, None, problem=str(exc))
+    return GradeTarget(store, graph_version, current_annotator())

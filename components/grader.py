@@ -69,11 +69,13 @@ class GradeRow:
 @dataclass(frozen=True)
 class GradeTarget:
     """Where grades go: the label store, the graph version they belong to and who gives them (None: the sidebar
-    name is invalid, so the list is read-only)."""
+    name is invalid, so the list is read-only). Without a store (it cannot be opened: `problem` says why) the
+    list shows no grades and stores none."""
 
-    store: LabelStore
+    store: LabelStore | None
     graph_version: str
     annotator: str | None
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ def apply_log(log: object, rows: Mapping[str, tuple[str, str]], target: GradeTar
     leaving the rest unacknowledged, so the browser keeps them and the next run tries again.
     """
     client, events, problems = new_events(log, applied)
+    if target.store is None:
+        return [*problems, f"Grades are not saved: {target.problem}"] if events else problems
     if target.annotator is None:
         return [*problems, "Grades are not saved: fix the annotator name in the sidebar."] if events else problems
     for ev in events:
@@ -169,6 +173,8 @@ def shown_grades(rows: Sequence[GradeRow], target: GradeTarget, *, own_only: boo
     """(query, item id) -> the label to show: the annotator's own, else (unless `own_only`: a blind queue must not
     show other annotators' grades) the resolved one (`shown_labels`)."""
     out: dict[tuple[str, str], Label] = {}
+    if target.store is None:
+        return out
     for query in dict.fromkeys(r.query for r in rows):
         if own_only:
             own = [] if target.annotator is None else target.store.get_labels(query, target.graph_version,

@@ -29,8 +29,8 @@ MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000
 
 
 def render_query_set_import(key: str = "qs") -> None:
-    """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first."""
-    store = label_store(str(app_state.settings().data_dir))
+    """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first.
+    The label store opens only on Import, so a data directory it cannot open (read-only) leaves the page usable."""
     st.markdown("#### Import a query set for labeling")
     flash = st.session_state.pop(f"{key}-flash", None)
     if flash:
@@ -48,6 +48,7 @@ def render_query_set_import(key: str = "qs") -> None:
     assert upload is not None
     try:
         text = upload.getvalue().decode("utf-8-sig")
+        store = label_store(str(app_state.settings().data_dir))
         found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name))
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")

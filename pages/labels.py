@@ -12,7 +12,7 @@ cfg = app_state.settings()
 st.markdown("### Labeling")
 handle, kg = app_state.page_graph(cfg, "label")
 st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
-target = grading_target(kg.version)
+target = grading_target(kg.version, required=True)
 qset = lab.choose_set(target.store)
 if qset is None:
     st.caption("Import a query set to start: each query's candidates are pooled from every search mode and reranker, "

@@ -41,7 +41,7 @@ reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
 st.caption(view.trace_line(state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
 view.render_notes(chosen.notes, inspection, pool)
 
-grader = grading_target(kg.version)
+grader = grading_target(kg.version, required=True)
 key = result_key(kg.version, req.kind, pool.query)
 view.apply_grades(inspection, grader, key)  # before this run's metrics read the labels
 all_labels = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)

@@ -219,7 +219,8 @@ class LabelStore:
     def write(self, fn: Callable[[sqlite3.Connection], T], *, wal: bool = False) -> T:
         """Run `fn` in one BEGIN IMMEDIATE transaction (all or nothing), retrying while another writer holds
         the lock; for the modules that keep their tables in this file."""
-        for attempt in range(self.retries + 1):
+        reopened = False
+        for attempt in range(self.retries + 2):
             try:
                 with self._connect() as conn:
                     if wal:  # persistent in the file; must run outside a transaction
@@ -234,8 +235,14 @@ class LabelStore:
                         raise
                     return result
             except sqlite3.OperationalError as exc:
+                if "readonly" in str(exc) and not reopened:
+                    # A connection opened while the file was read-only (a read-only mount, since remounted; a
+                    # permission since fixed) stays read-only: reopen once before reporting the error.
+                    self.close()
+                    reopened = True
+                    continue
                 busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or attempt == self.retries:
+                if not busy or attempt >= self.retries:
                     raise StoreError(f"label store {self.path}: {exc}") from exc
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # jitter so writers don't collide again
             except sqlite3.Error as exc:

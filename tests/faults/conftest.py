@@ -27,6 +27,7 @@ from retrieval.config import Settings
 from retrieval.embedding import HashEmbedder
 from retrieval.ingest.build import ingest
 from tests.app.conftest import APP
+from tests.app.grading import grader_data
 from tests.conftest import DEMO_BUNDLE, ROOT
 
 EMBED = "hash-384"
@@ -110,9 +111,9 @@ def app_errors(at: AppTest) -> str:
 
 
 def app_facts(at: AppTest) -> list[str]:
-    """The fact column of the Search page's Facts table."""
-    assert at.dataframe, f"no facts table; errors: {app_errors(at)}"
-    facts = list(at.dataframe[0].value["fact"])
+    """The fact texts of the Search page's Facts list."""
+    assert at.get("bidi_component"), f"no facts list; errors: {app_errors(at)}"
+    facts = [row["text"] for row in grader_data(at, "facts-")["rows"]]
     assert facts
     return facts
 
