@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 import app_state
+from components import graph_live
 from components.sidebar import render_sidebar
 from components.text import md_literal
 from retrieval.errors import RetrievalError
@@ -35,6 +36,8 @@ st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.sv
 handle = app_state.current_handle(cfg)
 capabilities = [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)]
 render_sidebar(cfg, handle, capabilities, data_page)
+with st.sidebar:
+    graph_live.load_library()  # vis-network, sent once per browser session (components/graph_live.py)
 if handle is not None:
     try:
         app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm

@@ -6,10 +6,9 @@ import streamlit as st
 
 import app_state
 from components import paths_view as pv
+from components.links import PATH_MODES as MODES
 from components.text import md_literal
 from retrieval.errors import RetrievalError
-
-MODES = {"explore": "Explore a neighbourhood", "why": "Why are these connected?"}
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)

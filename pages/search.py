@@ -73,6 +73,6 @@ else:
         result, handle.name, handle.version, request.query, request.params_json)
     key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
                      str(request.text_weight))
-    render_result(result, chunks, text, key=key, node_budget=request.node_budget)
+    render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg)
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
              query_params={"q": request.query, "graph": handle.name})
