@@ -43,4 +43,7 @@ if handle is not None:
         app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm
     except RetrievalError as exc:
         st.sidebar.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}")
+notice = app_state.graph_notice(cfg)
+if notice:
+    st.warning(notice, icon=":material/link_off:")
 nav.run()

@@ -45,6 +45,20 @@ def chosen_graph(cfg: Settings) -> str | None:
     return catalog.active_name(cfg.data_dir)
 
 
+def graph_notice(cfg: Settings) -> str:
+    """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
+    from components.text import md_code, md_literal
+
+    wanted = st.query_params.get("graph")
+    names = graph_names(cfg)
+    if wanted is None or wanted in names:
+        return ""
+    name = chosen_graph(cfg)
+    shown = f"graph **{md_literal(name)}** is shown" if name else "no graph is open"
+    have = ", ".join(md_literal(n) for n in names) or "none"
+    return f"{md_code(f'graph={wanted}')} in the link names no graph in this data directory ({have}): {shown}."
+
+
 def current_handle(cfg: Settings) -> catalog.GraphHandle | None:
     """The committed version of the chosen graph, resolved on every run (one small JSON read)."""
     name = chosen_graph(cfg)

@@ -7,6 +7,7 @@ import streamlit as st
 import app_state
 from components import paths_view as pv
 from components.links import PATH_MODES as MODES
+from components.search_form import url_choice_notice
 from components.text import md_literal
 from retrieval.errors import RetrievalError
 
@@ -19,6 +20,9 @@ if handle is None:
     st.stop()
 
 st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
+notice = url_choice_notice("mode", list(MODES.values()), "a Paths mode", f"Paths opens on {MODES['explore']}")
+if notice:
+    st.warning(notice, icon=":material/link_off:")
 mode = st.segmented_control("Mode", list(MODES), format_func=MODES.get, default="explore", required=True,
                             key="mode", bind="query-params", label_visibility="collapsed")
 try:

@@ -19,6 +19,7 @@ if handle is None:
     st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
     st.stop()
 view.annotator_box()
+view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()

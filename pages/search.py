@@ -75,4 +75,4 @@ else:
                      str(request.text_weight))
     render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg)
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
-             query_params={"q": request.query, "graph": handle.name})
+             query_params={"inspect": request.query, "graph": handle.name})  # not `q`: Search's own box

@@ -57,3 +57,14 @@ def build_app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embed
         catalog.set_active(data_dir, "demo")
         _BUILT["dir"] = data_dir
     return _BUILT["dir"]
+
+
+def graph_payloads(at: object) -> list[dict[str, object]]:
+    """The data each live graph view on an AppTest page received (JSON the component's script reads)."""
+    return [json.loads(e.proto.bytes) for e in at.get("bidi_component")  # type: ignore[attr-defined]
+            if e.proto.component_name == "kg_lens_graph"]
+
+
+def graph_text(at: object) -> str:
+    """Every string a page's graph views received, as one JSON text (names, types, legend words, details)."""
+    return json.dumps(graph_payloads(at), ensure_ascii=False)
