@@ -27,7 +27,5 @@ def draw_view(subgraph: Subgraph, marks: GraphMarks, roles: Mapping[str, str], *
               height: int = 600, kg: KG | None = None, key: str = "kg-graph",
               **instrument: object) -> tuple[GraphView, Subgraph]:
     """`draw`, also returning the current view's subgraph (what an export of the view holds)."""
-    if not subgraph.nodes:
-        return render_view(subgraph, marks, key=key)
     return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=Legend().renamed(roles), kg=kg,
                        key=key, **instrument)  # type: ignore[arg-type]

@@ -259,23 +259,8 @@ def render_graph(
                        scores=scores, cut_note=cut_note, stem=stem, **instrument)[0]
 
 
-def render_view(
-    subgraph: Subgraph,
-    marks: GraphMarks | None = None,
-    *,
-    max_nodes: int = 120,
-    height: int = 560,
-    legend: Legend | None = None,
-    kg: KG | None = None,
-    key: str = "kg-graph",
-    scores: Mapping[str, Mapping[str, float]] | None = None,
-    cut_note: str = "",
-    stem: str = "graph",
-    **instrument: object,
-) -> tuple[GraphView, Subgraph]:
+def render_view(subgraph: Subgraph, marks: GraphMarks | None = None, **options: object) -> tuple[GraphView, Subgraph]:
     """`render_graph`, also returning the current view's subgraph (expanded, without hidden nodes) to export."""
     if not subgraph.nodes:
         return graph_instrument.render_empty("No subgraph for this result."), subgraph
-    return graph_instrument.render(subgraph, marks or GraphMarks(), key=key, kg=kg, max_nodes=max_nodes,
-                                   height=height, legend=legend, scores=scores, cut_note=cut_note, stem=stem,
-                                   **instrument)  # type: ignore[arg-type]
+    return graph_instrument.render(subgraph, marks or GraphMarks(), **options)  # type: ignore[arg-type]

@@ -19,23 +19,11 @@ from components.links import PATH_MODES
 from components.trace import render_trace
 from retrieval.graph_index import schema
 from retrieval.models import Entity, Relation, SearchResult, SemanticPath, Subgraph
-from tests.app.conftest import APP
 from tests.app.graphs import DEMO_QUESTION
+from tests.app.test_pages import run_page as run
 from tests.unit.test_traverse import make_index
 
 pytestmark = pytest.mark.integration
-TIMEOUT = 120
-
-
-def run(page: str | None = None, **query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def payload(at: AppTest) -> dict[str, Any]:
