@@ -39,21 +39,23 @@ OLD_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFrame"]')].
     return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; })"""
 OLD_STALE = """() => document.querySelectorAll('[data-testid="stIFrame"]').forEach(f => {
     const b = f.contentDocument && f.contentDocument.body; if (b) b.dataset.stale = '1'; })"""
-# the network and the canvas's page offset, for either view
+# the network and where its canvas is on the page (read again before each click: zooming may scroll the page)
 NET = {
     "new": """() => { const r = document.querySelector('.kgv-root'); window.__net = r.kgNetwork;
-        const b = r.querySelector('.kgv-canvas').getBoundingClientRect(); window.__off = {x: b.left, y: b.top};
-        return {x: b.left, y: b.top, w: b.width, h: b.height}; }""",
+        window.__where = () => r.querySelector('.kgv-canvas').getBoundingClientRect();
+        const b = window.__where(); return {x: b.left, y: b.top, w: b.width, h: b.height}; }""",
     "old": """() => { const f = [...document.querySelectorAll('[data-testid="stIFrame"]')]
         .find(x => !x.contentDocument.body.dataset.stale);
-        const w = f.contentWindow; window.__net = w.network; const fb = f.getBoundingClientRect();
-        const b = w.document.querySelector('#mynetwork').getBoundingClientRect();
-        window.__off = {x: fb.left + b.left, y: fb.top + b.top};
-        return {x: fb.left + b.left, y: fb.top + b.top, w: b.width, h: b.height}; }""",
+        const w = f.contentWindow; window.__net = w.network;
+        window.__where = () => { const fb = f.getBoundingClientRect();
+            const b = w.document.querySelector('#mynetwork').getBoundingClientRect();
+            return {left: fb.left + b.left, top: fb.top + b.top, width: b.width, height: b.height}; };
+        const b = window.__where(); return {x: b.left, y: b.top, w: b.width, h: b.height}; }""",
 }
-NODE_AT = """i => { const ids = window.__net.body.data.nodes.getIds(); const id = ids[Math.min(i, ids.length - 1)];
-    const p = window.__net.canvasToDOM(window.__net.getPositions([id])[id]);
-    return {id, x: window.__off.x + p.x, y: window.__off.y + p.y}; }"""
+NODE_AT = """i => { window.__net.fit({animation: false}); // the node is on screen whatever zoom and pan did before
+    const ids = window.__net.body.data.nodes.getIds(); const id = ids[Math.min(i, ids.length - 1)];
+    const p = window.__net.canvasToDOM(window.__net.getPositions([id])[id]); const o = window.__where();
+    return {id, x: o.left + p.x, y: o.top + p.y}; }"""
 ARM_FRAME = """() => { window.__t0 = performance.now();
     window.__frame = new Promise(r => window.__net.once('afterDrawing', () => r(performance.now() - window.__t0))); }"""
 
@@ -138,6 +140,31 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
             sent.append(ws.take())
         row["redraw"], row["bytes"] = redraws, sent
         row["shown"] = page.get_by_text(re.compile(r"^hub \d+: ")).first.inner_text(timeout=10_000)
+        page.evaluate(NET[view])
+        if view == "new":
+            clicks, expands = [], []
+            for i in range(repeat):
+                node = page.evaluate(NODE_AT, i)
+                clicks.append(timed(lambda nd=node: page.mouse.click(nd["x"], nd["y"]),
+                                    lambda nd=node: page.wait_for_function(
+                                        "() => { const p = document.querySelector('.kgv-panel');"
+                                        " return !p.hidden && p.dataset.id; }", timeout=30_000)))
+                page.locator(".kgv-close").click()
+                page.wait_for_function("() => document.querySelector('.kgv-panel').hidden")
+            for i in range(repeat):
+                page.evaluate(NET[view])
+                node = page.evaluate(NODE_AT, 10_000 - i)  # the last nodes: BFS's frontier has neighbours left
+                expands.append(timed(lambda nd=node: page.mouse.dblclick(nd["x"], nd["y"]),
+                                     lambda: page.wait_for_function(
+                                         "() => { const r = document.querySelector('.kgv-root');"
+                                         " const b = [...r.querySelectorAll('.kgv-btn')]"
+                                         ".find(x => x.textContent.includes('Back'));"
+                                         " return !b.disabled && r.dataset.kgDrawn === r.dataset.kgRev; }",
+                                         timeout=30_000)))
+                page.locator(".kgv-root").get_by_role("button", name="↶ Back").click()
+                page.wait_for_function("() => [...document.querySelectorAll('.kgv-btn')]"
+                                       ".find(x => x.textContent.includes('Back')).disabled")
+            row["click"], row["expand"] = clicks, expands
         box = page.evaluate(NET[view])
         centre = (box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
         page.mouse.move(*centre)
@@ -150,27 +177,6 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
             pans.append(frame_ms(page, lambda: page.mouse.move(centre[0] + 80, centre[1] + 40)))
             page.mouse.up()
         row["pan"] = pans
-        if view == "new":
-            clicks, expands = [], []
-            for i in range(repeat):
-                node = page.evaluate(NODE_AT, i)
-                clicks.append(timed(lambda nd=node: page.mouse.click(nd["x"], nd["y"]),
-                                    lambda nd=node: page.wait_for_function(
-                                        "id => { const p = document.querySelector('.kgv-panel');"
-                                        " return !p.hidden && p.dataset.id === id; }", arg=nd["id"])))
-            for i in range(repeat):
-                page.evaluate(NET[view])
-                node = page.evaluate(NODE_AT, 10_000 - i)  # the last nodes: BFS's frontier has neighbours left
-                expands.append(timed(lambda nd=node: page.mouse.dblclick(nd["x"], nd["y"]),
-                                     lambda: page.wait_for_function(
-                                         "() => { const r = document.querySelector('.kgv-root');"
-                                         " const b = [...r.querySelectorAll('.kgv-btn')]"
-                                         ".find(x => x.textContent.includes('Back'));"
-                                         " return !b.disabled && r.dataset.kgDrawn === r.dataset.kgRev; }")))
-                page.locator(".kgv-root").get_by_role("button", name="↶ Back").click()
-                page.wait_for_function("() => [...document.querySelectorAll('.kgv-btn')]"
-                                       ".find(x => x.textContent.includes('Back')).disabled")
-            row["click"], row["expand"] = clicks, expands
     except Exception as exc:  # noqa: BLE001 - a benchmark reports what failed and goes on
         row["error"] = str(exc).splitlines()[0][:160]
     finally:
