@@ -136,9 +136,12 @@ def kept_edges(subgraph: Subgraph, kept: set[str], cap: int = MAX_DRAWN_EDGES) -
 
 @lru_cache(maxsize=64)
 def layout(node_ids: tuple[str, ...], pairs: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    """Positions (px) for the nodes: Fruchterman-Reingold (igraph; its grid variant beyond 300 nodes), from a
-    circle so the same graph always gets the same picture, scaled so neighbours sit about EDGE_LENGTH apart."""
+    """Positions (px) for the nodes: Fruchterman-Reingold (igraph; its grid variant beyond 300 nodes), from
+    seeded random starting points spread over √n (the same graph always gets the same picture; points bunched
+    together would put every node in one grid cell: 18 s instead of 0.6 s at 5,000 nodes), scaled so that
+    neighbours sit about EDGE_LENGTH apart."""
     import igraph as ig
+    import numpy as np
 
     n = len(node_ids)
     if n == 0:
@@ -146,7 +149,8 @@ def layout(node_ids: tuple[str, ...], pairs: tuple[tuple[int, int], ...]) -> tup
     if n == 1:
         return ((0, 0),)
     graph = ig.Graph(n=n, edges=list(pairs))
-    start = [[math.cos(2 * math.pi * i / n), math.sin(2 * math.pi * i / n)] for i in range(n)]
+    spread = math.sqrt(n)
+    start = np.random.default_rng(7).uniform(-spread, spread, size=(n, 2)).tolist()
     coords = graph.layout_fruchterman_reingold(seed=start, niter=500 if n <= 1000 else 300,
                                                grid="grid" if n > 300 else "nogrid").coords
     lengths = sorted(math.dist(coords[a], coords[b]) for a, b in pairs if a != b)

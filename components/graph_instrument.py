@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -268,6 +268,42 @@ def _navigate(kg: KG, state: ViewState) -> None:
 # --- the entry point ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Built:
+    """The graph part of a view, kept between reruns: a click changes only the details, not this."""
+
+    graph_json: str  # the payload's graph fields as a JSON object
+    shown: GraphView
+    view: Subgraph
+    status: str
+    warnings: tuple[str, ...]
+
+
+def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, kg: KG | None, max_nodes: int,
+          legend: Legend, hooks: ExpandHooks | None, base_ids: frozenset[str] | None,
+          anchors: Mapping[str, str] | None, cut_note: str) -> Built:
+    """Base (within the node budget) plus this view's expansions, laid out and turned into the payload's data."""
+    base_nodes = pick_nodes(subgraph, marks, max_nodes)
+    kept = {n.id for n in base_nodes}
+    base = subgraph.model_copy(update={"nodes": tuple(base_nodes), "edges": tuple(
+        e for e in subgraph.edges if e.source_id in kept and e.target_id in kept)})
+    view, grown, warnings = base, dict(anchors or {}), []
+    if kg is not None and hooks is None and state.active:
+        view, more, warnings = grow(kg, base, state.active)
+        grown.update(more)
+    drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
+                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown)
+    added = len(view.nodes) - len(base.nodes)
+    unique = len({n.id for n in subgraph.nodes})
+    shown = replace(drawn.view, total_nodes=max(subgraph.total_nodes, unique) + added)
+    extra = [f"{added} added by {len(state.active)} expansion{'s' * (len(state.active) != 1)}"] if added else []
+    why = "node budget" if len(base_nodes) < unique else cut_note or "the rest is outside this subgraph"
+    graph = {"rev": digest(drawn.payload, sorted(state.hidden)), **drawn.payload, "hidden": state.hidden,
+             "pinned": {k: list(v) for k, v in state.pinned.items()}}
+    return Built(json.dumps(graph, separators=(",", ":")), shown, view, status_line(shown, why=why, extra=extra),
+                 tuple(warnings))
+
+
 def render(
     subgraph: Subgraph,
     marks: GraphMarks,
@@ -287,52 +323,43 @@ def render(
 ) -> tuple[GraphView, Subgraph]:
     """Draw `subgraph` in the live component `key` and answer its events. Returns what is drawn and the view's
     subgraph (base plus expansions, without hidden nodes: what an export of "the current view" holds)."""
-    scene = scene or digest(ids_of(subgraph), max_nodes)
+    ids = ids_of(subgraph)
+    scene = scene or digest(ids, max_nodes)
     state = state_for(key, scene)
     if kg is not None and state.nav is not None:
         _navigate(kg, state)
     legend = legend or Legend()
-    base_nodes = pick_nodes(subgraph, marks, max_nodes)
-    kept = {n.id for n in base_nodes}
-    base = subgraph.model_copy(update={"nodes": tuple(base_nodes), "edges": tuple(
-        e for e in subgraph.edges if e.source_id in kept and e.target_id in kept)})
-    view, grown, warnings = base, dict(anchors or {}), []
-    if kg is not None and hooks is None and state.active:
-        view, more, warnings = grow(kg, base, state.active)
-        grown.update(more)
-    drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
-                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown)
-    added = len(view.nodes) - len(base.nodes)
-    shown = GraphView(html="", shown_nodes=drawn.view.shown_nodes, total_nodes=max(
-        subgraph.total_nodes, len({n.id for n in subgraph.nodes})) + added, shown_edges=drawn.view.shown_edges,
-        focus_nodes=drawn.view.focus_nodes, focus_edges=drawn.view.focus_edges,
-        type_colors=drawn.view.type_colors, left_edges=drawn.view.left_edges)
-    extra = [f"{added} added by {len(state.active)} expansion{'s' * (len(state.active) != 1)}"] if added else []
-    unique = len({n.id for n in subgraph.nodes})
-    why = "node budget" if len(base_nodes) < unique else cut_note or "the rest is outside this subgraph"
-    status = status_line(shown, why=why, extra=extra)
+    sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
+                 [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, state.pinned,
+                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.version if kg else "")
+    memo = st.session_state.get(f"{key}::built")
+    if not (isinstance(memo, tuple) and memo[0] == sig):
+        memo = (sig, build(subgraph, marks, state, kg=kg, max_nodes=max_nodes, legend=legend, hooks=hooks,
+                           base_ids=base_ids, anchors=anchors, cut_note=cut_note))
+        st.session_state[f"{key}::built"] = memo
+    built: Built = memo[1]
     start_name = ""
     if state.path_start:
-        start_name = next((n.name for n in view.nodes if n.id == state.path_start), state.path_start)
-    payload = {
-        "key": key, "scene": scene, "rev": digest(drawn.payload, sorted(state.hidden)), "height": height,
-        **drawn.payload, "hidden": state.hidden, "pinned": {k: list(v) for k, v in state.pinned.items()},
-        "details": details(kg, view, state.selected, scores or {}) if state.selected else None,
-        "status": status,
+        start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
+    extra = {
+        "key": key, "scene": scene, "height": height,
+        "details": details(kg, built.view, state.selected, scores or {}) if state.selected else None,
+        "status": built.status,
         "notice": f"Path start: {short(start_name, 60)} — right-click another node: Use as path end"
-        if start_name else "; ".join(warnings),
+        if start_name else "; ".join(built.warnings),
         "can_undo": hooks.can_back if hooks else state.pos > 0,
         "can_redo": hooks.can_forward if hooks else state.pos < len(state.steps),
         "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None},
         "stem": slug(stem, 64, "graph"),
     }
-    graph_live.mount(key, json.dumps(payload, separators=(",", ":")).encode("ascii"),
-                     partial(_on_event, key, scene, hooks))
-    st.caption(status + " · click a node for details, double-click to expand, right-click for more")
+    data = json.dumps(extra, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
+    graph_live.mount(key, data.encode("ascii"), partial(_on_event, key, scene, hooks))
+    st.caption(built.status + " · click a node for details, double-click to expand, right-click for more")
     hidden = set(state.hidden)
+    view = built.view
     current = view.model_copy(update={"nodes": tuple(n for n in view.nodes if n.id not in hidden), "edges": tuple(
         e for e in view.edges if e.source_id not in hidden and e.target_id not in hidden)})
-    return shown, current
+    return built.shown, current
 
 
 def render_empty(message: str) -> GraphView:

@@ -127,6 +127,7 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
     def rev() -> str:
         return str(page.evaluate("() => (document.querySelector('.kgv-root') || {dataset: {}}).dataset.kgRev || ''"))
 
+    stage = "first load"
     try:
         row["first"] = timed(lambda: page.goto(f"{url}/?view={view}&n={n}"), lambda: drawn())
         row["first_bytes"] = ws.take()
@@ -144,6 +145,7 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
         if view == "new":
             clicks, expands = [], []
             for i in range(repeat):
+                stage = "click"
                 node = page.evaluate(NODE_AT, i)
                 clicks.append(timed(lambda nd=node: page.mouse.click(nd["x"], nd["y"]),
                                     lambda nd=node: page.wait_for_function(
@@ -152,6 +154,7 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
                 page.locator(".kgv-close").click()
                 page.wait_for_function("() => document.querySelector('.kgv-panel').hidden")
             for i in range(repeat):
+                stage = "double-click"
                 page.evaluate(NET[view])
                 node = page.evaluate(NODE_AT, 10_000 - i)  # the last nodes: BFS's frontier has neighbours left
                 expands.append(timed(lambda nd=node: page.mouse.dblclick(nd["x"], nd["y"]),
@@ -161,10 +164,12 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
                                          ".find(x => x.textContent.includes('Back'));"
                                          " return !b.disabled && r.dataset.kgDrawn === r.dataset.kgRev; }",
                                          timeout=30_000)))
+                stage = "back"
                 page.locator(".kgv-root").get_by_role("button", name="↶ Back").click()
                 page.wait_for_function("() => [...document.querySelectorAll('.kgv-btn')]"
                                        ".find(x => x.textContent.includes('Back')).disabled")
             row["click"], row["expand"] = clicks, expands
+        stage = "zoom and pan"
         box = page.evaluate(NET[view])
         centre = (box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
         page.mouse.move(*centre)
@@ -178,7 +183,7 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
             page.mouse.up()
         row["pan"] = pans
     except Exception as exc:  # noqa: BLE001 - a benchmark reports what failed and goes on
-        row["error"] = str(exc).splitlines()[0][:160]
+        row["error"] = f"{stage}: " + str(exc).splitlines()[0][:160]
     finally:
         page.close()
     return row
