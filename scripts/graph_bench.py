@@ -127,8 +127,12 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
     def rev() -> str:
         return str(page.evaluate("() => (document.querySelector('.kgv-root') || {dataset: {}}).dataset.kgRev || ''"))
 
-    stage = "first load"
+    stage = "warm-up"
     try:
+        page.goto(f"{url}/?view={view}&n={n}&warm={repeat + 1}")
+        page.get_by_text("warm", exact=True).wait_for(timeout=TIMEOUT_MS)
+        ws.take()
+        stage = "first load"
         row["first"] = timed(lambda: page.goto(f"{url}/?view={view}&n={n}"), lambda: drawn())
         row["first_bytes"] = ws.take()
         redraws, sent = [], []
@@ -140,7 +144,7 @@ def measure(browser: Any, url: str, view: str, n: int, repeat: int) -> dict[str,
             redraws.append(timed(lambda: page.get_by_role("button", name="Next").click(), lambda b=before: drawn(b)))
             sent.append(ws.take())
         row["redraw"], row["bytes"] = redraws, sent
-        row["shown"] = page.get_by_text(re.compile(r"^hub \d+: ")).first.inner_text(timeout=10_000)
+        row["shown"] = page.get_by_text(re.compile(r"^hub \d+: ")).first.inner_text(timeout=60_000)
         page.evaluate(NET[view])
         if view == "new":
             clicks, expands = [], []

@@ -191,6 +191,8 @@ class GraphViewInstance {
       const id = params.nodes[0], now = Date.now();
       if (this.lastExpand && this.lastExpand.id === id && now - this.lastExpand.t < 600) return; // one gesture, one step
       this.lastExpand = { id, t: now };
+      this.selected = { kind: "node", id };
+      this.selectedAt = now;
       this.send({ type: "expand", id });
     });
     net.on("zoom", () => { this.userMoved = true; });
@@ -224,7 +226,7 @@ class GraphViewInstance {
 
   apply(p) {
     this.p = p;
-    this.root.style.height = p.height + "px";
+    if (!this.root.classList.contains("kgv-full")) this.root.style.height = p.height + "px"; // full screen stays
     this.root.dataset.kgKey = p.key;
     this.root.dataset.kgRev = p.rev;
     if (!this.net) this.create();
@@ -313,6 +315,12 @@ class GraphViewInstance {
   // --- interactions ----------------------------------------------------------------------------
 
   select(kind, id) {
+    const now = Date.now();
+    // the second click of a double-click repeats the first: sent again it could land after the expand event
+    // in one rerun, where only the last event of a kind is kept
+    const same = kind && this.selected && this.selected.kind === kind && this.selected.id === id;
+    if (same && now - this.selectedAt < 600) return;
+    this.selectedAt = now;
     this.selected = kind ? { kind, id } : null;
     if (!kind) { this.panel.hidden = true; this.net.unselectAll(); this.refit(); }
     this.send({ type: "select", kind, id });
