@@ -298,10 +298,10 @@ def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, kg: KG | N
     shown = replace(drawn.view, total_nodes=max(subgraph.total_nodes, unique) + added)
     extra = [f"{added} added by {len(state.active)} expansion{'s' * (len(state.active) != 1)}"] if added else []
     why = "node budget" if len(base_nodes) < unique else cut_note or "the rest is outside this subgraph"
-    graph = {"rev": digest(drawn.payload, sorted(state.hidden)), **drawn.payload, "hidden": state.hidden,
-             "pinned": {k: list(v) for k, v in state.pinned.items()}}
-    return Built(json.dumps(graph, separators=(",", ":")), shown, view, status_line(shown, why=why, extra=extra),
-                 tuple(warnings))
+    status = status_line(shown, why=why, extra=extra)
+    graph = {"rev": digest(drawn.payload, sorted(state.hidden), status), **drawn.payload, "hidden": state.hidden,
+             "pinned": {k: list(v) for k, v in state.pinned.items()}, "status": status}
+    return Built(json.dumps(graph, separators=(",", ":")), shown, view, status, tuple(warnings))
 
 
 def render(
@@ -341,19 +341,18 @@ def render(
     start_name = ""
     if state.path_start:
         start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
+    head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"),
+            "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None}}
+    graph = json.dumps(head, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
     extra = {
-        "key": key, "scene": scene, "height": height,
         "details": details(kg, built.view, state.selected, scores or {}) if state.selected else None,
-        "status": built.status,
         "notice": f"Path start: {short(start_name, 60)} — right-click another node: Use as path end"
         if start_name else "; ".join(built.warnings),
         "can_undo": hooks.can_back if hooks else state.pos > 0,
         "can_redo": hooks.can_forward if hooks else state.pos < len(state.steps),
-        "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None},
-        "stem": slug(stem, 64, "graph"),
+        "seq": state.last_seq,
     }
-    data = json.dumps(extra, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
-    graph_live.mount(key, data.encode("ascii"), partial(_on_event, key, scene, hooks))
+    graph_live.mount(key, graph.encode("ascii"), extra, partial(_on_event, key, scene, hooks))
     st.caption(built.status + " · click a node for details, double-click to expand, right-click for more")
     hidden = set(state.hidden)
     view = built.view

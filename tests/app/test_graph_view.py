@@ -4,7 +4,6 @@ and legend, the Rerank link, bad link values named)."""
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from components.links import PATH_MODES
 from components.trace import render_trace
 from retrieval.graph_index import schema
 from retrieval.models import Entity, Relation, SearchResult, SemanticPath, Subgraph
-from tests.app.graphs import DEMO_QUESTION
+from tests.app.graphs import DEMO_QUESTION, graph_payloads
 from tests.app.test_pages import run_page as run
 from tests.unit.test_traverse import make_index
 
@@ -27,10 +26,10 @@ pytestmark = pytest.mark.integration
 
 
 def payload(at: AppTest) -> dict[str, Any]:
-    """The data the page sent the live graph component (JSON bytes)."""
-    graphs = [e.proto for e in at.get("bidi_component") if e.proto.component_name == "kg_lens_graph"]
+    """The data the page sent the live graph view (the graph, and its details panel and undo state)."""
+    graphs = graph_payloads(at)
     assert len(graphs) == 1, "one live graph per page"
-    return json.loads(graphs[0].bytes)
+    return graphs[0]
 
 
 def event(at: AppTest, key: str, **ev: Any) -> AppTest:

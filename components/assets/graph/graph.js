@@ -4,6 +4,10 @@
 // vis-network itself arrives once per browser session through the `kg_lens_vis` component (window.vis).
 
 const INSTANCES = new WeakMap(); // parentElement -> view
+// The details panel, notice and undo state arrive through a second, small component (`kg_lens_details`), so a
+// click re-sends neither the graph's data nor redraws it: both meet here, by the view's key.
+const VIEWS = (window.__kgViews = window.__kgViews || new Map());
+const EXTRA = (window.__kgExtra = window.__kgExtra || new Map());
 const POSITIONS = new Map(); // key + scene -> {id: {x, y}}, so a remount (the page re-laid out) keeps the layout
 const FOCUS = "#e8590c";
 const PATH = "#1d2433";
@@ -251,20 +255,28 @@ class GraphViewInstance {
     this.renderLegend();
     this.renderNames();
     this.renderFilter();
-    this.renderStatus();
-    this.renderPanel();
-    this.backBtn.disabled = !p.can_undo;
-    this.fwdBtn.disabled = !p.can_redo;
     this.backBtn.hidden = this.fwdBtn.hidden = !p.features.expand;
     const shown = p.nodes.filter((n) => !this.isHiddenNode(n)).length;
     this.root.dataset.kgShown = String(shown);
     this.root.dataset.kgEdges = String(p.edges.length);
     this.root.dataset.kgFocusNodes = String(p.nodes.filter((n) => n.r & PICKED).length);
     this.root.dataset.kgFocusEdges = String(p.edges.filter((e) => e.r & PICKED).length);
-    const sel = p.details ? [p.details.kind, p.details.id] : null;
-    if (sel && sel[0] === "node" && this.nodes.get(sel[1])) this.net.selectNodes([sel[1]]);
+    VIEWS.set(p.key, this);
+    this.applyExtra(EXTRA.get(p.key) || this.x || {});
     this.pendingRev = p.rev;
     this.net.redraw();
+  }
+
+  applyExtra(x) { // details, notice, undo/redo: from the small component, after every run
+    this.x = x;
+    if (!this.p) return;
+    this.renderStatus();
+    this.renderPanel();
+    this.backBtn.disabled = !x.can_undo;
+    this.fwdBtn.disabled = !x.can_redo;
+    const d = x.details;
+    if (d && d.kind === "node" && this.nodes.get(d.id)) this.net.selectNodes([d.id]);
+    this.root.dataset.kgExtra = String(x.seq || "");
   }
 
   update(p, focused) {
@@ -276,9 +288,17 @@ class GraphViewInstance {
     const current = this.net.getPositions([...have].filter((id) => want.has(id)));
     const add = [], change = [];
     const ring = new Map(); // anchor -> nodes to place around it
+    if (!have.size) this.styles = new Map(); // id -> the style last handed to vis, so only changes are sent
+    for (const id of gone) this.styles.delete(id);
     for (const n of p.nodes) {
       const style = this.nodeStyle(n, focused);
-      if (have.has(n.i)) { change.push(style); continue; }
+      const sig = JSON.stringify(style);
+      if (have.has(n.i)) {
+        if (this.styles.get(n.i) !== sig) change.push(style);
+        this.styles.set(n.i, sig);
+        continue;
+      }
+      this.styles.set(n.i, sig);
       const keep = saved[n.i];
       if (keep) { style.x = keep.x; style.y = keep.y; }
       else if (n.a && (current[n.a] || saved[n.a])) {
@@ -303,7 +323,15 @@ class GraphViewInstance {
     const edgeIds = new Set(p.edges.map((e) => e.i));
     const oldEdges = this.edges.getIds().filter((id) => !edgeIds.has(id));
     if (oldEdges.length) this.edges.remove(oldEdges);
-    this.edges.update(p.edges.map((e) => this.edgeStyle(e, focused, big)));
+    for (const id of oldEdges) this.styles.delete("\u001e" + id);
+    const edgeChanges = [];
+    for (const e of p.edges) {
+      const style = this.edgeStyle(e, focused, big);
+      const sig = JSON.stringify(style);
+      if (this.styles.get("\u001e" + e.i) !== sig) edgeChanges.push(style);
+      this.styles.set("\u001e" + e.i, sig);
+    }
+    if (edgeChanges.length) this.edges.update(edgeChanges);
     if (!have.size) { this.net.fit({ animation: false }); this.userMoved = false; }
   }
 
@@ -333,6 +361,8 @@ class GraphViewInstance {
     const hit = visible.find((n) => n.n.toLowerCase() === q) || visible.find((n) => n.n.toLowerCase().includes(q));
     if (!hit) { this.find.classList.add("kgv-miss"); return; }
     this.find.classList.remove("kgv-miss");
+    this.userMoved = true; // the panel opening must not fit the view away from the found node
+    this.focusAfter = hit.i; // but centre it again once the canvas has its new width
     this.net.focus(hit.i, { scale: Math.max(this.net.getScale(), 1.1), animation: false });
     this.net.selectNodes([hit.i]);
     this.root.dataset.kgFound = hit.i;
@@ -411,7 +441,9 @@ class GraphViewInstance {
     this.root.style.height = full ? "" : this.p.height + "px";
     this.fullBtn.textContent = full ? "✕ Exit full screen" : "Full screen";
     if (full) this.root.focus();
-    requestAnimationFrame(() => { this.net.redraw(); this.net.fit({ animation: false }); });
+    this.net.setSize("100%", "100%");
+    this.net.fit({ animation: false });
+    this.net.redraw();
   }
 
   exportPng() {
@@ -518,11 +550,12 @@ class GraphViewInstance {
       this.status.append(el("span", "kgv-note", " · " + this.userHidden.size + " hidden "));
       this.status.append(button("show all", "Show the nodes you hid", () => this.send({ type: "unhide" }), "kgv-link"));
     }
-    if (p.notice) this.status.append(el("span", "kgv-notice", " · " + p.notice));
+    const notice = this.x && this.x.notice;
+    if (notice) this.status.append(el("span", "kgv-notice", " · " + notice));
   }
 
   renderPanel() {
-    const d = this.p.details;
+    const d = this.x && this.x.details;
     const panel = this.panel;
     panel.replaceChildren();
     const was = !panel.hidden;
@@ -536,10 +569,19 @@ class GraphViewInstance {
     panel.dataset.id = d.id;
     panel.hidden = false;
     if (!was) this.refit();
+    else this.focusAfter = null;
   }
 
   refit() { // the canvas changed width (panel opened or closed): fit again unless the reader moved the view
-    if (!this.userMoved) requestAnimationFrame(() => this.net && this.net.fit({ animation: false }));
+    const found = this.focusAfter;
+    this.focusAfter = null;
+    if (!this.net) return;
+    // vis-network notices a resized container only on its next size check (up to a second later): until then
+    // clicks would land where nodes were, so take the new size now
+    this.net.setSize("100%", "100%");
+    if (found && this.nodes.get(found)) this.net.focus(found, { animation: false });
+    else if (!this.userMoved) this.net.fit({ animation: false });
+    this.net.redraw();
   }
 
   nodePanel(d) {
@@ -626,6 +668,7 @@ class GraphViewInstance {
 
   destroy() {
     this.savePositions();
+    if (this.p && VIEWS.get(this.p.key) === this) VIEWS.delete(this.p.key);
     document.removeEventListener("keydown", this.onKey);
     if (this.net) this.net.destroy();
     this.net = null;
