@@ -81,8 +81,8 @@ class GraphViewInstance {
     this.find.addEventListener("change", () => this.findNode(this.find.value));
     this.filterBtn = button("Filter", "Show or hide entity types and relation types", () => this.toggleFilter());
     this.fitBtn = button("Fit", "Fit the whole view", () => this.net && this.net.fit({ animation: false }));
-    this.backBtn = button("↶ Back", "Undo the last expansion", () => this.send({ type: "undo" }));
-    this.fwdBtn = button("↷ Forward", "Redo an expansion you went back from", () => this.send({ type: "redo" }));
+    this.backBtn = button("↶ Back", "Undo the last expansion", () => this.history("undo"));
+    this.fwdBtn = button("↷ Forward", "Redo an expansion you went back from", () => this.history("redo"));
     this.pngBtn = button("PNG", "Download the current view as a PNG image", () => this.exportPng());
     this.fullBtn = button("Full screen", "Full screen (Esc exits)", () => this.toggleFull());
     bar.append(this.find, this.list, this.filterBtn, this.fitBtn, this.backBtn, this.fwdBtn, this.pngBtn, this.fullBtn);
@@ -107,6 +107,12 @@ class GraphViewInstance {
       else if (root.classList.contains("kgv-full")) this.toggleFull(false);
     };
     document.addEventListener("keydown", this.onKey);
+  }
+
+  history(type) { // a new gesture: the same node may be expanded again at once
+    this.lastExpand = null;
+    this.selectedAt = 0;
+    this.send({ type });
   }
 
   send(event) {
@@ -194,7 +200,7 @@ class GraphViewInstance {
     net.on("doubleClick", (params) => {
       if (!params.nodes.length || !this.p.features.expand) return;
       const id = params.nodes[0], now = Date.now();
-      if (this.lastExpand && this.lastExpand.id === id && now - this.lastExpand.t < 600) return; // one gesture, one step
+      if (this.lastExpand && this.lastExpand.id === id && now - this.lastExpand.t < 250) return; // one gesture, one step
       this.lastExpand = { id, t: now };
       this.selected = { kind: "node", id };
       this.selectedAt = now;
@@ -351,7 +357,7 @@ class GraphViewInstance {
     // the second click of a double-click repeats the first: sent again it could land after the expand event
     // in one rerun, where only the last event of a kind is kept
     const same = kind && this.selected && this.selected.kind === kind && this.selected.id === id;
-    if (same && now - this.selectedAt < 600) return;
+    if (same && now - this.selectedAt < 250) return;
     this.selectedAt = now;
     this.selected = kind ? { kind, id } : null;
     if (!kind) { this.panel.hidden = true; this.net.unselectAll(); this.refit(); }
