@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT, SECOND_QUESTION
 from tests.browser.conftest import FRESH_GRAPH_DRAWN, ask, graph_data, mark_graphs_stale, node_point, wait_graph_drawn
@@ -96,7 +97,8 @@ def test_multi_hop_search_pick_a_fact_and_see_its_path_and_sources(page: Any, ap
     again = page.context.new_page()
     again.goto(page.url)
     again.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
-    assert again.get_by_placeholder("Ask a multi-hop question", exact=False).input_value() == DEMO_QUESTION
+    expect(again.get_by_placeholder("Ask a multi-hop question", exact=False)).to_have_value(DEMO_QUESTION,
+                                                                                           timeout=30_000)
     again.close()
 
 

@@ -15,6 +15,7 @@ const EDGE = "#aab2bd";
 const EDGE_FADED = "#dfe3e8";
 const SEED = 1, DEST = 2, ON_PATH = 4, PICKED = 8;
 const BIG = 400; // beyond this many nodes: straight edges, edges hidden while dragging or zooming
+const FIT = { animation: false, maxZoomLevel: 1.6 }; // a small graph fills the canvas, up to 1.6× its layout
 
 function whenVis(run) {
   if (globalThis.vis && globalThis.vis.Network) { run(); return; }
@@ -80,7 +81,7 @@ class GraphViewInstance {
     this.find.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); this.findNode(this.find.value); } });
     this.find.addEventListener("change", () => this.findNode(this.find.value));
     this.filterBtn = button("Filter", "Show or hide entity types and relation types", () => this.toggleFilter());
-    this.fitBtn = button("Fit", "Fit the whole view", () => this.net && this.net.fit({ animation: false }));
+    this.fitBtn = button("Fit", "Fit the whole view", () => this.net && this.net.fit(FIT));
     this.backBtn = button("↶ Back", "Undo the last expansion", () => this.history("undo"));
     this.fwdBtn = button("↷ Forward", "Redo an expansion you went back from", () => this.history("redo"));
     this.pngBtn = button("PNG", "Download the current view as a PNG image", () => this.exportPng());
@@ -342,7 +343,7 @@ class GraphViewInstance {
       this.styles.set("\u001e" + e.i, sig);
     }
     if (edgeChanges.length) this.edges.update(edgeChanges);
-    if (!have.size) { this.net.fit({ animation: false }); this.userMoved = false; }
+    if (!have.size) { this.net.fit(FIT); this.userMoved = false; }
   }
 
   savePositions() {
@@ -452,7 +453,7 @@ class GraphViewInstance {
     this.fullBtn.textContent = full ? "✕ Exit full screen" : "Full screen";
     if (full) this.root.focus();
     this.net.setSize("100%", "100%");
-    this.net.fit({ animation: false });
+    this.net.fit(FIT);
     this.net.redraw();
   }
 
@@ -590,7 +591,7 @@ class GraphViewInstance {
     // clicks would land where nodes were, so take the new size now
     this.net.setSize("100%", "100%"); // asks for one redraw, in the next frame, with whatever follows
     if (found && this.nodes.get(found)) this.net.focus(found, { animation: false });
-    else if (!this.userMoved) this.net.fit({ animation: false });
+    else if (!this.userMoved) this.net.fit(FIT);
   }
 
   nodePanel(d) {
