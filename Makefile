@@ -21,7 +21,8 @@ run: $(STAMP)
 	@if [ -z "$$(ls -A $(DATA)/graphs 2>/dev/null)" ]; then \
 		echo "building the demo knowledge graph in $(DATA) ..."; \
 		KG_DATA_DIR=$(DATA) $(PY) -m retrieval demo; fi
-	KG_DATA_DIR=$(DATA) $(PY) -m streamlit run app.py --server.port $(PORT)
+	@# offline unless the user says otherwise: an unreachable hub would retry each model file for a minute
+	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} KG_DATA_DIR=$(DATA) $(PY) -m streamlit run app.py --server.port $(PORT)
 
 test: $(STAMP)
 	bash scripts/install_browser

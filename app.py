@@ -25,6 +25,8 @@ nav = st.navigation(
             st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search", default=True),
             st.Page("pages/paths.py", title="Paths", icon=":material/route:", url_path="paths"),
             st.Page("pages/memory.py", title="Graph Memory", icon=":material/inventory_2:", url_path="memory"),
+            st.Page("pages/query.py", title="Query", icon=":material/terminal:", url_path="query"),
+            st.Page("pages/communities.py", title="Communities", icon=":material/groups:", url_path="communities"),
         ],
         "Evaluate": [
             st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
@@ -34,8 +36,7 @@ nav = st.navigation(
 )
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 handle = app_state.current_handle(cfg)
-capabilities = [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)]
-render_sidebar(cfg, handle, capabilities, data_page)
+render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page)
 with st.sidebar:
     graph_live.load_library()  # vis-network, sent once per browser session (components/graph_live.py)
 if handle is not None:

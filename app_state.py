@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,24 @@ def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
     return _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend))
 
 
+def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
+    """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
+    from components.text import md_literal
+    from retrieval.errors import RetrievalError
+
+    handle = current_handle(cfg)
+    if handle is None:
+        st.info(f"No graph to {to_do} yet. Build the demo graph on the **Data** page.", icon=":material/info:")
+        st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
+        st.stop()
+    try:
+        return handle, open_kg(cfg, handle)
+    except RetrievalError as exc:
+        st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
+        st.stop()
+    raise AssertionError("st.stop() ends the run")
+
+
 def open_kg_or_none(cfg: Settings) -> KG | None:
     """The chosen graph opened, or None when there is none or it cannot open (the sidebar says why)."""
     from retrieval.errors import RetrievalError
@@ -141,7 +160,9 @@ def run_mode(
     """One search in any `retrieval.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
     KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
     if mode == "kg":
-        return run_search(kg, graph, version, query, params_json)
+        from retrieval.nomatch import gate
+
+        return gate(run_search(kg, graph, version, query, params_json))
     return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
 
 
@@ -193,6 +214,7 @@ class _Probe:
 
         self.reranker = CrossEncoderReranker(model)
         self.done = threading.Event()
+        self.started = time.monotonic()
         threading.Thread(target=self._run, name=f"probe-{model}", daemon=True).start()
 
     def _run(self) -> None:
@@ -213,17 +235,23 @@ def cross_encoder(cfg: Settings) -> CrossEncoderReranker:
 
 
 def _why(reason: str) -> str:
+    """The badge's word for a `retrieval.rerank.cross_encoder.unavailable` sentence."""
     low = reason.lower()
-    if "connect" in low or "offline" in low or "name or service" in low or "local_files_only" in low:
+    if "offline" in low or "could not be reached" in low:
         return "offline"
-    if "not found" in low or "does not appear" in low or "no such file" in low:
+    if "no such file" in low or "no model by that name" in low:
         return "model not found"
     return "failed to load"
 
 
+# An offline miss is told in milliseconds: the first status read waits up to this long rather than draw "loading…"
+# (later reads never wait; the sidebar redraws its badges until a real load settles).
+PROBE_WAIT_S = 1.0
+
+
 def cross_encoder_status(cfg: Settings) -> Capability:
     probe = _cross_encoder_probe(cfg.cross_encoder_model)
-    if not probe.done.is_set():
+    if not probe.done.wait(max(0.0, probe.started + PROBE_WAIT_S - time.monotonic())):
         return Capability("Cross-encoder", "loading", "loading…", cfg.cross_encoder_model)
     if probe.reranker.available:
         return Capability("Cross-encoder", "live", "loaded", cfg.cross_encoder_model)

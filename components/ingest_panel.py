@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
@@ -18,71 +18,131 @@ from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
+from retrieval.ingest import FORMATS as FORMAT_NAMES
+from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import IngestReport, build_graph, default_name, load_data
+from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.models import GraphStats
 
-FORMATS = ("auto", "bundle", "hipporag")
+FORMATS = ("auto", *FORMAT_NAMES)  # every registered reader, so a new format shows up here by itself
+DONE_KEY = "import-done"
 
 
-class ProgressEmbedder:
-    """Wraps an embedder and reports texts embedded / total: embedding dominates an ingest's time."""
+class StageBoard:
+    """Live stage-by-stage progress (the `IngestOptions.progress` callback): one line per stage in a status box,
+    whatever the reader or build step reports, and a bar for the stage in progress."""
 
-    def __init__(self, inner: Embedder, total: int, report: Callable[[int, int], None]) -> None:
-        self.inner, self.total, self.report, self.done = inner, max(total, 1), report, 0
-        self.name = inner.name  # same name, same content hash: wrapping never forces a rebuild
-        self.dim = inner.dim
+    def __init__(self, label: str) -> None:
+        self.box = st.status(label, expanded=True)
+        self.bar = self.box.progress(0.0)
+        self.slots: dict[str, Any] = {}
+        self.lines: dict[str, str] = {}
+        self.started = time.perf_counter()
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        vecs = self.inner.embed(texts)
-        self.done += len(texts)
-        self.report(self.done, self.total)
-        return vecs
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        mark = "✓" if total and done >= total else "…"
+        self.lines[stage] = f"{mark} {stage}: {done:,} / {total:,}"
+        if stage not in self.slots:
+            self.slots[stage] = self.box.empty()
+        self.slots[stage].markdown(md_literal(self.lines[stage]))
+        self.bar.progress(min(1.0, done / total) if total else 0.0, text=md_literal(stage))
+
+    def finish(self, ok: bool) -> list[str]:
+        seconds = time.perf_counter() - self.started
+        label = f"Imported in {seconds:.1f} s" if ok else f"Import failed after {seconds:.1f} s"
+        self.box.update(label=label, state="complete" if ok else "error", expanded=not ok)
+        return list(self.lines.values())
 
 
-def show_ingest_error(exc: RetrievalError) -> None:
+def relabel(text: str, where: tuple[Path, str] | None) -> str:
+    """`text` with the temporary extraction folder replaced by the archive's name (members read as zip/path)."""
+    if where is None:
+        return text
+    root, label = where
+    for prefix in dict.fromkeys((str(root.resolve()), str(root))):
+        text = text.replace(prefix, label)
+    return text
+
+
+def show_ingest_error(exc: RetrievalError, where: tuple[Path, str] | None = None) -> None:
     if isinstance(exc, IngestError):
         st.error(
-            f"**Import failed** at {md_code(f'{exc.file}:{exc.line}')} · field {md_code(exc.field)}: "
-            f"{md_literal(exc.reason)}. The previous graph stays live.",
+            f"**Import failed** at {md_code(relabel(f'{exc.file}:{exc.line}', where))} · field {md_code(exc.field)}: "
+            f"{md_literal(relabel(exc.reason, where))}. The previous graph stays live.",
             icon=":material/error:",
         )
     else:
-        st.error(f"**Import failed:** {md_literal(exc)}", icon=":material/error:")
+        st.error(f"**Import failed:** {md_literal(relabel(str(exc), where))}", icon=":material/error:")
 
 
-def run_ingest(cfg: Settings, path: Path, fmt: str, name: str, embedder: Embedder) -> IngestReport | None:
-    """Parse, embed (with a progress bar), build and swap in graph `name`; errors are shown, not raised."""
-    bar = st.progress(0.0, text="Reading files…")
+def run_ingest(
+    cfg: Settings,
+    path: Path,
+    fmt: str,
+    name: str,
+    embedder: Embedder,
+    *,
+    mapping: dict[str, str] | None = None,
+    shown_as: tuple[Path, str] | None = None,
+) -> IngestReport | None:
+    """Parse, embed and build graph `name` with stage-by-stage progress, then rerun the page so the new graph is
+    listed at once; errors are shown (archive member paths, never the temporary folder), not raised.
+
+    `shown_as` = (temporary folder, archive name) maps extracted paths back to the archive's members.
+    """
+    board = StageBoard(f"Importing {name}…")
     try:
-        data = load_data(path, fmt)
-        total = len(data.entities) + len(data.relations) + len(data.chunks)
-
-        def report(done: int, all_: int) -> None:
-            bar.progress(min(0.95, 0.05 + 0.9 * done / all_), text=f"Embedding {done:,} / {all_:,} texts…")
-
-        bar.progress(0.05, text=f"Parsed {total:,} records; building stores…")
-        result = build_graph(cfg, data, name, embedder=ProgressEmbedder(embedder, total, report),
-                             progress=False, source=str(path))
+        options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
+        data = load_data(path, fmt, options)
+        result = build_graph(cfg, data, name, embedder=embedder, progress=False,
+                             source=relabel(str(path), shown_as), report=board)
     except RetrievalError as exc:
-        bar.empty()
-        show_ingest_error(exc)
+        board.finish(False)
+        show_ingest_error(exc, shown_as)
         return None
-    bar.progress(1.0, text="Done")
-    if result.unchanged:
-        st.info(f"Graph **{md_literal(name)}** is already up to date: version {md_code(result.version)}.")
-    else:
-        st.success(md_literal(result.summary()), icon=":material/check_circle:")
-    for w in result.warnings:
-        st.warning(md_literal(w))
+    st.session_state[DONE_KEY] = {
+        "name": result.name, "version": result.version, "unchanged": result.unchanged,
+        "summary": relabel(result.summary(), shown_as), "warnings": [relabel(w, shown_as) for w in result.warnings],
+        "stages": board.finish(True),
+    }
+    st.rerun()
     return result
 
 
+def render_done() -> None:
+    """The last import's outcome (kept across the rerun that lists the new graph) and a link to search it."""
+    done = st.session_state.pop(DONE_KEY, None)  # shown once, on the run that follows the import
+    if not done:
+        return
+    if done["unchanged"]:
+        st.info(f"Graph **{md_literal(done['name'])}** is already up to date: version {md_code(done['version'])}.")
+    else:
+        st.success(md_literal(done["summary"]), icon=":material/check_circle:")
+    for w in done["warnings"]:
+        st.warning(md_literal(w))
+    with st.expander("Import stages", icon=":material/checklist:"):
+        st.markdown("  \n".join(md_literal(line) for line in done["stages"]))
+    st.page_link("pages/search.py", label=f"Open {md_literal(done['name'])} in Search", icon=":material/search:",
+                 query_params={"graph": done["name"]})
+
+
+def mapping_inputs() -> dict[str, str]:
+    """Attribute names for GraphML/CSV imports whose names differ from the defaults (empty = default)."""
+    with st.expander("Attribute names (GraphML / CSV)", icon=":material/tune:"):
+        st.caption("Leave empty to use the defaults (name/label/title, type/labels, description, type/label, "
+                   "weight); see the README's mapping tables.")
+        cols = st.columns(len(MAPPING_KEYS))
+        values = {k: col.text_input(k.replace("_", " ").capitalize(), key=f"map-{k}")
+                  for col, k in zip(cols, MAPPING_KEYS, strict=True)}
+    return {k: v.strip() for k, v in values.items() if v.strip()}
+
+
 def render_stats(stats: GraphStats) -> None:
-    cols = st.columns(5)
+    cols = st.columns(6)
     for col, (label, value) in zip(
         cols,
         (("Books", stats.books), ("Chapters", stats.chapters), ("Chunks", stats.chunks),
-         ("Entities", stats.entities), ("Relations", stats.relations)),
+         ("Entities", stats.entities), ("Relations", stats.relations), ("Communities", stats.communities)),
         strict=True,
     ):
         col.metric(label, f"{value:,}", border=True)
@@ -128,7 +188,7 @@ class ImportSource:
 def import_source() -> ImportSource:
     upload_tab, path_tab = st.tabs(["Upload .zip", "Server path"])
     with upload_tab:
-        upload = st.file_uploader("Bundle or HippoRAG output, zipped", type=["zip"], key="import-zip")
+        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip")
     with path_tab:
         server_path = st.text_input("Folder on the server", key="import-path", placeholder="/data/my-bundle")
     if upload is not None:
@@ -141,17 +201,20 @@ def import_source() -> ImportSource:
     return ImportSource()
 
 
-def run_import(cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder) -> IngestReport | None:
+def run_import(
+    cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str]
+) -> IngestReport | None:
     """Extract an upload safely into a temp dir (removed afterwards), or read the server folder, then ingest."""
     if source.upload is None:
-        return run_ingest(cfg, source.folder, fmt, name, embedder) if source.folder else None
+        return run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping) if source.folder else None
     with tempfile.TemporaryDirectory(prefix="kg-upload-") as tmp:
         try:
             folder = safe_extract_zip(source.upload, Path(tmp))
         except RetrievalError as exc:
             st.error(f"**Upload rejected:** {md_literal(exc)}", icon=":material/error:")
             return None
-        return run_ingest(cfg, folder, fmt, name, embedder)
+        return run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping,
+                          shown_as=(Path(tmp), source.upload.name))
 
 
 def name_hint(hint: str) -> str:

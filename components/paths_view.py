@@ -22,6 +22,7 @@ from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
 from retrieval.export import merge_subgraphs, suggest_keywords
+from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, k_shortest_paths, resolve_entity
@@ -298,6 +299,9 @@ def render_history(hist: History, cat: EntityCatalog, view: ExploreView) -> str 
                    key="x-back", help="Undo the last expansion", use_container_width=True)
     cols[2].button("Forward", icon=":material/redo:", disabled=hist.pos >= len(hist.steps), on_click=_go,
                    args=(hist, 1), key="x-fwd", help="Redo an expansion you went back from", use_container_width=True)
+    if picked is not None:  # jump to the picked entity's communities and claims
+        cols[3].page_link("pages/communities.py", label="Its communities", icon=":material/groups:",
+                          query_params={"graph": st.query_params.get("graph", ""), "entity": picked})
     trail = [f"**{md_literal(short(cat.label(view.base.start_id), 40))}**"]
     for i, node in enumerate(hist.steps):
         item = f"\\+ {md_literal(short(cat.label(node), 40))}"
@@ -435,15 +439,16 @@ def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk])
 
 def as_facts(result: PathResult) -> list[VerbalizedFact]:
     """Paths as VerbalizedFacts, so that the Search page's source grouping applies unchanged."""
-    return [VerbalizedFact(id=f"path-{i}", type="local", text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
-            for i, p in enumerate(result.paths)]
+    return [VerbalizedFact(id=path_item_id([n.id for n in p.nodes], [e.id for e in p.edges]), type="local",
+                           text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
+            for p in result.paths]
 
 
 def render_path_sources(result: PathResult, chunks: dict[str, Chunk]) -> None:
     """Book → chapter → chunk text, with the paths citing each chunk."""
     groups = group_sources(as_facts(result), chunks)
     if not groups:
-        st.info("These paths cite no source chunks.")
+        st.info("No source text: these paths cite no source chunks.")
         return
     for g in groups:
         by = f" — {md_literal(g.author)}" if g.author else ""

@@ -111,10 +111,7 @@ def rerankers(cfg: Settings, kg: KG, alpha: float, lambda_: float) -> RerankerSe
     elif ce.state == "loading":
         notes.append(f"Cross-encoder {cfg.cross_encoder_model} is still loading: no ce_score yet (rerun shortly).")
     else:
-        notes.append(
-            f"Cross-encoder passthrough ({ce.word}): {ce.detail}. No ce_score; it would keep the input order, "
-            "so it is left out of the ranks and metrics."
-        )
+        notes.append(f"{ce.detail} It is left out of the ranks and metrics (no ce_score).")
     if "llm" in base:
         found["llm"] = base["llm"]
     else:

@@ -319,13 +319,13 @@ def label_changes(
 def _save_edits(key: str, target: LabelTarget) -> None:
     """on_change of the grid (runs before the script, so every table of this run sees the new labels)."""
     edited = st.session_state[key].get("edited_rows", {})
-    changes = label_changes(edited, st.session_state.get(f"{key}:done", {}), target,
-                            str(st.session_state.get("annotator_name", "")).strip())
+    annotator = " ".join(str(st.session_state.get("annotator_name", "")).split())  # as the store keys it
+    changes = label_changes(edited, st.session_state.get(f"{key}:done", {}), target, annotator)
     try:
         if changes.put:
             target.store.put_labels(changes.put)
         for item in changes.delete:
-            target.store.delete_label(target.query, item, target.graph_version)
+            target.store.delete_label(target.query, item, target.graph_version, annotator=annotator)
     except RetrievalError as exc:
         st.session_state["rerank-flash"] = f"Labels not saved: {exc}"
         return

@@ -8,6 +8,7 @@ whole width.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -140,11 +141,13 @@ def render_books(result: SearchResult, *, key: str) -> None:
 def render_result(
     result: SearchResult, chunks: dict[str, Chunk], agent_md: str, *, key: str, node_budget: int = 120,
     kg: KG | None = None,
+    answer_tab: Callable[[], None] | None = None,
 ) -> int | None:
     """Side by side: graph left, tabs right (tabs alone when a tool result has no subgraph).
 
     `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; with `kg` the graph answers
-    clicks (details), double-clicks (expansion) and context actions. Returns the picked fact index.
+    clicks (details), double-clicks (expansion) and context actions; `answer_tab` draws an Answer tab after
+    Facts. Returns the picked fact index.
     """
     kg_mode = result.mode == "kg"
     has_graph = kg_mode or bool(result.subgraph.nodes)
@@ -171,7 +174,7 @@ def render_result(
     else:
         right = st.container()
     with right:
-        labels = ["Facts", *(["Books"] if result.groups else []), "Sources",
+        labels = ["Facts", *(["Answer"] if answer_tab else []), *(["Books"] if result.groups else []), "Sources",
                   "Agent context" if kg_mode else "Listing", "Trace"]
         tabs = dict(zip(labels, st.tabs(labels), strict=True))
         with tabs["Facts"]:
@@ -184,6 +187,9 @@ def render_result(
             else:
                 st.caption("Pick a row to highlight its path in the graph and see its sources." if has_graph
                            else "Pick a row to see its sources.")
+        if answer_tab is not None:
+            with tabs["Answer"]:
+                answer_tab()
         if "Books" in tabs:
             with tabs["Books"]:
                 render_books(result, key=key)

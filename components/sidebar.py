@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -35,8 +35,26 @@ def backend_lines(cfg: Settings, manifest: dict[str, Any] | None = None) -> list
     return [f"graph · {BACKEND_NAMES.get(graph, graph)}", f"vectors · {vec_name}", f"embedder · {embed}"]
 
 
+def render_capabilities(read: Callable[[], Sequence[Capability]]) -> None:
+    """Capability badges; while one is still loading they redraw every 2 s (a fragment), so "loading…" turns into
+    the outcome without waiting for the analyst's next click."""
+    loading = any(cap.state == "loading" for cap in read())
+
+    @st.fragment(run_every=2.0 if loading else None)
+    def badges() -> None:
+        for cap in read():
+            st.badge(
+                f"{cap.name}: {cap.word}",
+                color=_COLORS[cap.state],  # type: ignore[arg-type]
+                icon=_ICONS[cap.state],
+                help=cap.detail or None,
+            )
+
+    badges()
+
+
 def render_sidebar(
-    cfg: Settings, handle: GraphHandle | None, capabilities: Sequence[Capability], data_page: Any
+    cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any
 ) -> None:
     """Graph identity first (what am I looking at), then the stack, then the optional capabilities."""
     with st.sidebar:
@@ -52,11 +70,5 @@ def render_sidebar(
         st.markdown("#### Back ends")
         st.caption("  \n".join(md_literal(x) for x in backend_lines(cfg, handle.manifest if handle else None)))
         st.markdown("#### Capabilities")
-        for cap in capabilities:
-            st.badge(
-                f"{cap.name}: {cap.word}",
-                color=_COLORS[cap.state],  # type: ignore[arg-type]
-                icon=_ICONS[cap.state],
-                help=cap.detail or None,
-            )
+        render_capabilities(capabilities)
         st.caption(f"data dir {md_code(cfg.data_dir)}")

@@ -53,7 +53,8 @@ def render_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk], *,
     """Book headers, chapter captions, one expander per chunk; the picked fact's chunks open first."""
     groups = group_sources(facts, chunks)
     if not groups:
-        st.info("These facts cite no source chunks.")
+        st.info("No source text: these facts cite no source chunks (a graph imported without text, such as a "
+                "GraphML or CSV export, has none).")
         return
     n_chunks = sum(len(v) for g in groups for v in g.chapters.values())
     st.caption(f"{n_chunks} chunks from {len(groups)} books")

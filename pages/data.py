@@ -5,15 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import app_state
-from components.ingest_panel import (
-    FORMATS,
-    graphs_frame,
-    import_source,
-    name_hint,
-    render_stats,
-    run_import,
-    run_ingest,
-)
+from components import ingest_panel as ip
+from components.fewshot_editor import render_fewshot_editor
 from components.text import md_literal
 from retrieval import catalog
 from retrieval.cli.data import DEMO_DIR
@@ -27,14 +20,14 @@ if handle is None:
     st.info("No graph yet: build the demo graph (a small marketing library, about a minute) or import your own.")
 else:
     try:
-        render_stats(app_state.graph_stats(app_state.open_kg(cfg, handle)))
+        ip.render_stats(app_state.graph_stats(app_state.open_kg(cfg, handle)))
     except RetrievalError as exc:
         st.error(f"Cannot read graph **{md_literal(handle.name)}**: {md_literal(exc)}")
 
 left, right = st.columns([1, 1], gap="large")
 with left:
     st.markdown("#### Graphs in this data directory")
-    frame = graphs_frame(cfg.data_dir)
+    frame = ip.graphs_frame(cfg.data_dir)
     if not frame.empty:
         st.dataframe(frame, hide_index=True, column_config={"active": st.column_config.CheckboxColumn(width=56)})
         pick = st.selectbox("Graph", frame["graph"].tolist(), index=None, placeholder="Choose a graph to activate")
@@ -44,19 +37,26 @@ with left:
             st.rerun()
     demo_label = "Rebuild demo graph" if "demo" in frame["graph"].tolist() else "Build demo graph"
     if st.button(demo_label, type="primary", icon=":material/auto_awesome:", key="build-demo"):
-        if run_ingest(cfg, DEMO_DIR, "bundle", "demo", app_state.embedder(cfg.embed_model)):
-            st.page_link("pages/search.py", label="Search the demo graph", icon=":material/search:")
+        ip.run_ingest(cfg, DEMO_DIR, "bundle", "demo", app_state.embedder(cfg.embed_model))
 
 with right:
-    st.markdown("#### Import a bundle or HippoRAG output")
-    source = import_source()
+    st.markdown("#### Import a graph")
+    ip.render_done()
+    source = ip.import_source()
     chosen = source.upload is not None or source.folder is not None
-    fmt = st.segmented_control("Format", FORMATS, default="auto", key="import-format")
+    fmt = st.segmented_control("Format", ip.FORMATS, default="auto", key="import-format")
+    mapping = ip.mapping_inputs()
     if chosen and st.session_state.get("import-hint") != source.hint:  # a new source proposes its own name
         st.session_state["import-hint"] = source.hint
-        st.session_state["import-name"] = name_hint(source.hint)
+        st.session_state["import-name"] = ip.name_hint(source.hint)
     name = st.text_input("Graph name", key="import-name",
                          help="Letters, digits, '_' and '-'; an existing name gets a new version")
     if st.button("Import", disabled=not (chosen and name), icon=":material/upload:"):
-        run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model))
-    st.caption("Formats: the native bundle (docs/bundle-format.md) or HippoRAG's openie_*.json + corpus.")
+        ip.run_import(cfg, source, fmt or "auto", name, app_state.embedder(cfg.embed_model), mapping)
+    st.caption("Formats: the native bundle (docs/bundle-format.md), HippoRAG OpenIE output, a GraphRAG output "
+               "folder, a LightRAG working dir, GraphML, nodes.csv + relationships.csv, or documents (.txt, .md, .pdf, "
+               ".epub; see the README).")
+
+if handle is not None:
+    with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):
+        render_fewshot_editor(cfg, handle.name)

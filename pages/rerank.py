@@ -11,6 +11,7 @@ from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.evaluate import evaluate
 from retrieval.inspect import apply_rerankers, pool_order
+from retrieval.labels import shown_labels
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -18,7 +19,7 @@ st.markdown("### Rerank Inspector")
 if handle is None:
     st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
     st.stop()
-view.annotator_box()
+annotator = view.annotator_box()
 view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
@@ -43,7 +44,7 @@ view.render_notes(chosen.notes, inspection, pool)
 
 store = state.label_store(str(cfg.data_dir))
 all_labels = view.labels_of_kind(store.all_labels(kg.version), req.kind)
-mine = {lb.item_id: lb for lb in view.labels_of_kind(store.get_labels(pool.query, kg.version), req.kind)}
+mine = shown_labels(view.labels_of_kind(store.get_labels(pool.query, kg.version), req.kind), annotator)
 chart, metrics = st.columns([3, 2], gap="large")
 with chart.container(height=view.PANEL_HEIGHT, border=False):
     view.render_bump(inspection, mine, knobs.k)

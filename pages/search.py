@@ -6,7 +6,9 @@ import streamlit as st
 from pydantic import ValidationError
 
 import app_state
+from components.answer_view import render_answer_tab
 from components.compare_view import render_compare
+from components.nomatch_view import render_no_match
 from components.results import cited_chunk_ids, render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
 from components.text import md_literal, result_key
@@ -15,19 +17,8 @@ from retrieval.models import SearchResult
 from retrieval.modes import to_text
 
 cfg = app_state.settings()
-handle = app_state.current_handle(cfg)
-
 st.markdown("### Search the knowledge graph")
-if handle is None:
-    st.info("No graph to search yet. Build the demo graph on the **Data** page.", icon=":material/info:")
-    st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
-    st.stop()
-
-try:
-    kg = app_state.open_kg(cfg, handle)
-except RetrievalError as exc:
-    st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
-    st.stop()
+handle, kg = app_state.page_graph(cfg, "search")
 
 request = search_form()
 for notice in request.notices:
@@ -73,6 +64,10 @@ else:
         result, handle.name, handle.version, request.query, request.params_json)
     key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
                      str(request.text_weight))
-    render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg)
+    if result.no_match:
+        render_no_match(result, key=key)
+    else:
+        render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg,
+                      answer_tab=lambda: render_answer_tab(kg, result, key=key))
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
              query_params={"inspect": request.query, "graph": handle.name})  # not `q`: Search's own box

@@ -12,10 +12,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 COMMAND_MODULES = (
     "retrieval.cli.data",  # ingest, demo, stats, graphs
     "retrieval.cli.scale",  # synth (bench --scale later)
-    "retrieval.cli.labels",  # labels import/export, eval-labels
+    "retrieval.cli.labels",  # labels queries/pool/progress/import/agreement/adjudicate/export, eval-labels
     "retrieval.cli.paths",  # paths A B
     "retrieval.cli.memory",  # memory list|search|get|traverse|store|delete
     "retrieval.cli.search",  # search, eval, bench
+    "retrieval.cli.answer",  # answer, cypher, calibrate-nomatch
+    "retrieval.cli.communities",  # communities [--level N] [--entity ID]
 )
 
 

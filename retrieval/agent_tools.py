@@ -1,4 +1,5 @@
-"""Agent tool of the seed "Task 22": `search_knowledge_graph(query, max_results) -> Markdown`.
+"""Agent tools: `search_knowledge_graph(query, max_results) -> Markdown` (seed "Task 22") and
+`answer_with_knowledge_graph(query) -> Markdown` (a grounded answer with citations, seed 004).
 
 The retriever's state (an opened graph version with its in-memory indexes) comes from an explicit,
 cached factory keyed on (Settings, graph name, version): a re-ingest is picked up, nothing is global.
@@ -14,7 +15,8 @@ from pydantic import ValidationError as PydanticValidationError
 from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.errors import ValidationError
-from retrieval.models import SearchParams
+from retrieval.models import Enhancements, SearchParams
+from retrieval.nomatch import gate
 from retrieval.retriever import check_query, search
 from retrieval.runtime import KG, open_kg
 from retrieval.verbalize import to_markdown
@@ -45,4 +47,19 @@ async def search_knowledge_graph(query: str, max_results: int = 10, *, settings:
         raise ValidationError(f"max_results must be an integer from 1 to 50, got {max_results!r}") from exc
     kg = kg_for(settings)
     result = await asyncio.to_thread(search, kg, query, params, settings=settings)
-    return to_markdown(result)
+    return to_markdown(gate(result))
+
+
+async def answer_with_knowledge_graph(query: str, *, enhancements: Enhancements | None = None,
+                                      settings: Settings | None = None) -> str:
+    """Answer from the knowledge graph with [n] citations, as Markdown: written by Gemini with GEMINI_API_KEY,
+    else extractive (labelled so); "No relevant knowledge found for this query." with the weak matches when
+    nothing matches. Raises ValidationError for an empty or over-long query."""
+    from retrieval.answer import answer_question
+    from retrieval.answer import to_markdown as answer_markdown
+
+    settings = settings or Settings.from_env()
+    check_query(query)
+    kg = kg_for(settings)
+    answer = await asyncio.to_thread(answer_question, kg, query, settings=settings, enhancements=enhancements)
+    return answer_markdown(answer)

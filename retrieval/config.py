@@ -11,6 +11,18 @@ from typing import Any
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
 
+def _int(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key, "")
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        from retrieval.errors import ConfigError
+
+        raise ConfigError(f"{key} must be an integer, got {raw!r}") from exc
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable. `from_env` is the one place that reads the environment."""
@@ -27,6 +39,10 @@ class Settings:
     gemini_model: str = "gemini-2.5-flash"
     gemini_base_url: str = ""  # for a local stand-in server in tests
     graph_name: str = ""  # empty: the active graph of the data directory
+    chunk_tokens: int = 200  # documents format: tokens per chunk (MiniLM's window is 256 with title and chapter)
+    chunk_overlap: int = 40  # documents format: tokens shared by consecutive chunks of a chapter
+    extract_workers: int = 4  # documents format: Gemini extraction calls at a time
+    offline_noun_phrases: bool = False  # documents format, offline extractor: noun phrases named by 2+ chunks too
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -45,6 +61,10 @@ class Settings:
             "gemini_model": env.get("KG_GEMINI_MODEL") or "gemini-2.5-flash",
             "gemini_base_url": env.get("KG_GEMINI_BASE_URL", ""),
             "graph_name": env.get("KG_GRAPH", ""),
+            "chunk_tokens": _int(env, "KG_CHUNK_TOKENS", 200),
+            "chunk_overlap": _int(env, "KG_CHUNK_OVERLAP", 40),
+            "extract_workers": _int(env, "KG_EXTRACT_WORKERS", 4),
+            "offline_noun_phrases": env.get("KG_OFFLINE_NOUN_PHRASES", "").lower() in ("1", "true", "yes", "on"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["data_dir"] = Path(values["data_dir"])

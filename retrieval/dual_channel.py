@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from retrieval.decompose import entity_mentions, hops_for
+from retrieval.items import entity_item_id
 from retrieval.models import Entity, Relation, SearchResult, StageTiming, Subgraph, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import ENTITIES
@@ -53,7 +54,7 @@ def graph_context(kg: KG, query: str, cap: int, qvec: np.ndarray | None = None
         seen_names.add(entity.name.casefold())
         edges = edges_of.get(eid, [])
         facts.append(VerbalizedFact(
-            id=f"entity:{eid}", type="entity", channel="graph",
+            id=entity_item_id(eid), type="entity", channel="graph",
             text=entity_context(entity, edges, names),
             scores={"mention": 1.0 if eid in {m.id for m in mentions} else 0.0},
             entity_ids=(eid,), relation_ids=tuple(e.id for e in edges[:MAX_RELATIONS_PER_ENTITY]),

@@ -15,6 +15,7 @@ from typing import Literal, get_args
 import numpy as np
 from cachetools import LRUCache
 
+from retrieval.items import CHUNK_PREFIX, ENTITY_PREFIX, entity_item_id
 from retrieval.models import Record, SearchParams, VerbalizedFact
 from retrieval.ppr import personalized_pagerank
 from retrieval.rerank.base import Reranker, RerankOutput, cached, query_similarity, with_scores
@@ -24,8 +25,6 @@ from retrieval.tools import ToolParams, fuse_weighted, hybrid_search
 
 PoolKind = Literal["facts", "chunks", "entities"]
 POOL_KINDS: tuple[PoolKind, ...] = get_args(PoolKind)
-ENTITY_PREFIX = "entity:"
-CHUNK_PREFIX = "chunk:"
 ENTITY_PPR_DAMPING = 0.5  # HippoRAG's restart setting, as in the KG retriever
 
 
@@ -78,7 +77,7 @@ def entity_pool(kg: KG, query: str, size: int) -> list[VerbalizedFact]:
         idx = index.id_to_idx.get(h.id)
         scores = {"similarity": h.score, "vector": h.score, "ppr": float(ppr[idx]) if idx is not None else 0.0}
         text = str(h.payload.get("text") or h.payload.get("name") or h.id)
-        out.append(VerbalizedFact(id=f"{ENTITY_PREFIX}{h.id}", type="entity", text=text, scores=scores,
+        out.append(VerbalizedFact(id=entity_item_id(h.id), type="entity", text=text, scores=scores,
                                   entity_ids=(h.id,)))
     return out
 

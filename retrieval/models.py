@@ -75,6 +75,53 @@ class SourceMetadata(Record):
     chunk_id: str = ""
 
 
+class Finding(Record):
+    """One insight of a community report: a short summary and its explanation."""
+
+    summary: str = ""
+    explanation: str = ""
+
+
+class Community(Record):
+    """A group of entities: GraphRAG's Leiden hierarchy with its LLM report, or one computed at ingest.
+
+    A computed community has no LLM report: its title names its top entities and its summary is a plain
+    description built from its own counts (`source == "computed"`, `rank` is None).
+    """
+
+    id: str
+    level: int = 0
+    parent: str | None = None
+    children: tuple[str, ...] = ()
+    title: str = ""
+    summary: str = ""
+    rank: float | None = None  # GraphRAG: the report's LLM-rated importance (0-10)
+    rank_explanation: str = ""
+    findings: tuple[Finding, ...] = ()
+    entity_ids: tuple[str, ...] = ()
+    relation_ids: tuple[str, ...] = ()  # relations with both ends inside
+    chunk_ids: tuple[str, ...] = ()
+    size: int = 0  # entities
+    source: Literal["graphrag", "computed"] = "computed"
+
+
+class Claim(Record):
+    """A claim (GraphRAG covariate) about its subject entity; an object that is no entity stays text."""
+
+    id: str
+    subject_id: str | None = None  # None: the subject named is not an entity of the graph
+    subject: str = ""  # the subject as the source names it
+    object_id: str | None = None
+    object: str = ""
+    type: str = ""
+    status: str = ""  # e.g. TRUE, FALSE, SUSPECTED
+    description: str = ""
+    start_date: str | None = None
+    end_date: str | None = None
+    source_text: str = ""
+    source_chunks: tuple[str, ...] = ()
+
+
 class GraphData(Record):
     """A whole graph in memory: what ingest builds and stores load."""
 
@@ -82,6 +129,8 @@ class GraphData(Record):
     relations: tuple[Relation, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     warnings: tuple[str, ...] = ()  # what the parser skipped (e.g. malformed triples), shown by ingest
+    communities: tuple[Community, ...] = ()  # empty: ingest computes them (Leiden)
+    claims: tuple[Claim, ...] = ()
 
 
 class Subgraph(Record):
@@ -108,6 +157,8 @@ class GraphStats(Record):
     created_at: str = ""
     embed_model: str = ""
     vectors: dict[str, int] = Field(default_factory=dict)  # rows per vector collection
+    communities: int = 0
+    chapter_names: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # book -> chapters in reading order
 
 
 # --- search records ---------------------------------------------------------------------------
@@ -169,6 +220,10 @@ class StageTiming(Record):
     ms: float
 
 
+# The longest query any search mode runs (every tool, the KG retriever, imported query sets).
+MAX_QUERY_CHARS = 2000
+
+
 class SearchParams(Record):
     """Seed parameters of the KG retriever (validated)."""
 
@@ -203,6 +258,11 @@ class SearchResult(Record):
     counts: dict[str, int] = Field(default_factory=dict)  # e.g. per-channel totals
     groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # multidoc: book -> fact ids
     entity_ppr: dict[str, float] = Field(default_factory=dict)  # KG: PPR of each subgraph entity
+    # the no-match signal (issue 17; records below): when it fires, `facts` is empty and the nearest
+    # candidates are kept as `weak_matches`
+    no_match: bool = False
+    evidence_strength: EvidenceStrength | None = None
+    weak_matches: tuple[VerbalizedFact, ...] = ()
 
 
 # --- traversal and graph memory (issue 7) -----------------------------------------------------
@@ -298,6 +358,106 @@ class MemoryResult(Record):
     graph: StoredGraph | None = None
     graphs: tuple[MemoryGraphSummary, ...] = ()
     traversal: TraversalResult | None = None
+
+
+# --- answers, the no-match signal and the Cypher console (issue 17) ---------------------------
+
+
+class EvidenceStrength(Record):
+    """How strongly the best evidence matches a query (retrieval.nomatch); below `threshold`: no match."""
+
+    score: float
+    threshold: float
+    applied: bool = True  # False: the threshold was calibrated for another embedder, so it is not used
+    signals: dict[str, float] = Field(default_factory=dict)  # the inputs of `score`, for the trace
+
+
+class Enhancements(Record):
+    """Seed 004's `use_enhancements` switches of the answer path, each reported in the answer's trace."""
+
+    graph_rerank: bool = True  # α·similarity + β·PageRank over the retrieved facts
+    cross_encoder: bool = False  # (query, fact) pairs scored by a CrossEncoder; a visible passthrough offline
+    few_shot: bool = True  # the graph's stored examples closest to the question go into the prompt
+    multi_doc: bool = False  # chunks of the best books added as evidence, the answer combines books
+
+
+class FewShotExample(Record):
+    """A worked example stored with a graph (seed 004 FewShotManager): question, answer, optional Cypher."""
+
+    id: str
+    question: str
+    answer: str
+    cypher: str = ""
+
+
+class Evidence(Record):
+    """One numbered item `[n]` an answer may cite: a retrieved fact or a chunk the facts come from."""
+
+    n: int
+    kind: Literal["fact", "chunk"]
+    id: str  # fact id or chunk id
+    text: str
+    source: str = ""  # book — chapter
+    book: str = ""
+
+
+class AnswerSentence(Record):
+    """A sentence of an answer with the evidence numbers it cites; `invalid`: numbers that cite nothing."""
+
+    text: str
+    citations: tuple[int, ...] = ()
+    invalid: tuple[int, ...] = ()
+
+    @property
+    def cited(self) -> bool:
+        return bool(self.citations)
+
+
+class Answer(Record):
+    """A grounded answer: generated by Gemini, extractive (evidence sentences), or no match."""
+
+    query: str
+    kind: Literal["generated", "extractive", "no_match"]
+    answer: str  # as written, with its [n] markers
+    citations: tuple[Evidence, ...] = ()  # the evidence the answer cites, by number
+    sentences: tuple[AnswerSentence, ...] = ()
+    evidence: tuple[Evidence, ...] = ()  # every numbered item the answer could cite
+    uncited: int = 0  # sentences citing no evidence
+    invalid_citations: tuple[int, ...] = ()  # numbers outside 1..len(evidence)
+    enhancements: dict[str, str] = Field(default_factory=dict)  # switch -> what it did ("off", "on: ...")
+    examples: tuple[str, ...] = ()  # questions of the few-shot examples used
+    weak_matches: tuple[VerbalizedFact, ...] = ()
+    evidence_strength: EvidenceStrength | None = None
+    model: str = ""
+    timings: tuple[StageTiming, ...] = ()
+    warnings: tuple[str, ...] = ()
+    graph_version: str = ""
+
+
+class QueryResult(Record):
+    """Rows of one read-only Cypher query (JSON-safe values) and the nodes/relationships they hold."""
+
+    query: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    backend: str
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[Any, ...], ...] = ()
+    subgraph: Subgraph = Field(default_factory=Subgraph)
+    more_rows: bool = False  # the row cap cut the result
+    max_rows: int
+    timeout_ms: int
+    elapsed_ms: float = 0.0
+
+    @property
+    def showing(self) -> str:
+        """`showing 1,000 of ≥1,001 rows` when the cap cut the result, else `N rows`."""
+        n = len(self.rows)
+        if self.more_rows:
+            return f"showing {n:,} of ≥{n + 1:,} rows"
+        return f"{n:,} row{'s' if n != 1 else ''}"
+
+
+SearchResult.model_rebuild()
 
 
 # --- the graph view's details panel and expansion (issue 15) ----------------------------------

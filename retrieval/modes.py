@@ -6,8 +6,12 @@ from retrieval.config import Settings
 from retrieval.errors import ValidationError
 from retrieval.models import SearchParams, SearchResult
 from retrieval.runtime import KG
+from retrieval.verbalize import weak_matches_text
 
 MODES = ("kg", "vector", "graph", "hybrid", "comprehensive", "dual", "multidoc")
+TEXT_MODES = frozenset({"vector", "hybrid", "comprehensive", "dual", "multidoc"})  # they search source chunks
+NO_TEXT = ("this graph has no source text (0 chunks, e.g. a GraphML or CSV import): document search finds "
+           "nothing; the kg and graph modes search its entities and relations")
 
 
 def run_mode(
@@ -19,26 +23,50 @@ def run_mode(
     text_weight: float = 0.3,
     params: SearchParams | None = None,
     settings: Settings | None = None,
+    no_match: bool = True,
 ) -> SearchResult:
-    """Run `mode` on `query`; `params` applies to the KG pipeline, `limit`/`text_weight` to the tools."""
+    """Run `mode` on `query`; `params` applies to the KG pipeline, `limit`/`text_weight` to the tools.
+
+    `no_match`: apply the no-match signal (`retrieval.nomatch.gate`); evaluation turns it off to rank passages.
+    """
+    from retrieval import nomatch
+
+    result = _dispatch(kg, mode, query, limit=limit, text_weight=text_weight, params=params, settings=settings)
+    if mode in TEXT_MODES and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
+        result = result.model_copy(update={"warnings": (*result.warnings, NO_TEXT)})
+    return nomatch.gate(result, kg) if no_match else result
+
+
+def _dispatch(
+    kg: KG,
+    mode: str,
+    query: str,
+    *,
+    limit: int,
+    text_weight: float,
+    params: SearchParams | None,
+    settings: Settings | None,
+) -> SearchResult:
     from retrieval import dual_channel, multidoc, retriever, tools
 
     if mode == "kg":
         base = params or SearchParams.model_validate({"max_results": limit})
-        return retriever.search(kg, query, base, settings=settings)
-    if mode == "vector":
-        return tools.vector_search(kg, query, limit)
-    if mode == "graph":
-        return tools.graph_search(kg, query, limit)
-    if mode == "hybrid":
-        return tools.hybrid_search(kg, query, limit, text_weight)
-    if mode == "comprehensive":
-        return tools.comprehensive_search(kg, query, limit)
-    if mode == "dual":
-        return dual_channel.dual_channel_search(kg, query, limit)
-    if mode == "multidoc":
-        return multidoc.multidoc_search(kg, query, num_docs=min(limit, 20))
-    raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+        result = retriever.search(kg, query, base, settings=settings)
+    elif mode == "vector":
+        result = tools.vector_search(kg, query, limit)
+    elif mode == "graph":
+        result = tools.graph_search(kg, query, limit)
+    elif mode == "hybrid":
+        result = tools.hybrid_search(kg, query, limit, text_weight)
+    elif mode == "comprehensive":
+        result = tools.comprehensive_search(kg, query, limit)
+    elif mode == "dual":
+        result = dual_channel.dual_channel_search(kg, query, limit)
+    elif mode == "multidoc":
+        result = multidoc.multidoc_search(kg, query, num_docs=min(limit, 20))
+    else:
+        raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    return result
 
 
 def cited_chunks(result: SearchResult) -> set[str]:
@@ -61,6 +89,8 @@ def to_text(result: SearchResult) -> str:
         text = " ".join(f.text.split())
         lines.append(f"{n:>2}. [{score:.3f}] {f.citation + ' ' if f.citation else ''}{text[:300]}{where}")
     lines += [f"warning: {w}" for w in result.warnings]
-    if not result.facts:
+    if result.no_match:
+        lines.append(weak_matches_text(result.weak_matches, result.evidence_strength))
+    elif not result.facts:
         lines.append("No results.")
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from pydantic import Field
 
+from retrieval.items import relation_item_id
 from retrieval.models import SearchResult, StageTiming, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, RELATIONS
@@ -51,7 +52,7 @@ def multidoc_search(
         ids = {f.chunk_ids[0] for f in chunk_facts}
         rel_facts = [
             VerbalizedFact(
-                id=f"rel:{h.id}", type="global", channel="graph",
+                id=relation_item_id(h.id), type="global", channel="graph",
                 text=f"{h.payload.get('relation_type', '')}: {h.payload.get('text', '')}",
                 scores={"similarity": h.score}, chunk_ids=tuple(relations[h.id].source_chunks),
                 relation_ids=(h.id,), entity_ids=(relations[h.id].source_id, relations[h.id].target_id),

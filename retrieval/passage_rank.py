@@ -201,7 +201,9 @@ def rank_by_search(kg: KG, questions: Sequence[str], mode: str, limit: int,
     if mode not in SEARCH_MODES:
         raise ValidationError(f"unknown search mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")
     kg_params = params.model_copy(update={"max_results": limit}) if params else None
-    return [cited_passages(run_mode(kg, SEARCH_MODES[mode], q, limit=limit, params=kg_params)) for q in questions]
+    # the ranking itself is measured; the no-match signal has its own calibration (calibrate-nomatch)
+    return [cited_passages(run_mode(kg, SEARCH_MODES[mode], q, limit=limit, params=kg_params, no_match=False))
+            for q in questions]
 
 
 def evaluate(kg: KG, queries: Sequence[BenchmarkQuery], modes: Sequence[str] = MODES,

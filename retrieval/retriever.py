@@ -34,6 +34,7 @@ from retrieval.local_search import (
     trace_destinations,
 )
 from retrieval.models import (
+    MAX_QUERY_CHARS,
     Entity,
     GlobalRelation,
     Relation,
@@ -44,13 +45,12 @@ from retrieval.models import (
     Subgraph,
     VerbalizedFact,
 )
+from retrieval.nomatch import strength
 from retrieval.ppr import ppr
 from retrieval.rerank.base import EmbeddingCache
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS, VectorHit
 from retrieval.verbalize import fact_vectors, global_fact, path_fact, with_sources
-
-MAX_QUERY_CHARS = 2000
 
 
 def embedding_cache(kg: KG) -> EmbeddingCache:
@@ -304,4 +304,5 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         warnings=tuple(dict.fromkeys(trace.warnings)),
         graph_version=kg.version,
         entity_ppr=entity_ppr,
+        evidence_strength=strength(rel_hits[0], chunk_hits, entity_hits, kg.embedder.name),
     )

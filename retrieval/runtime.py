@@ -12,6 +12,7 @@ from retrieval.embedding import Embedder, load_embedder
 from retrieval.stores.base import GraphStore, VectorStore, open_graph_store, open_vector_store
 
 if TYPE_CHECKING:
+    from retrieval.communities import CommunityIndex
     from retrieval.graph_index import GraphIndex
 
 
@@ -58,6 +59,14 @@ class KG:
 
         with self._lock:
             return load_index(self.handle.dir / "bm25")
+
+    @cached_property
+    def communities(self) -> CommunityIndex:
+        """Communities, claims and chapter names this version keeps in its sidecar (`retrieval.communities`)."""
+        from retrieval.communities import CommunityIndex, load_extras
+
+        with self._lock:
+            return CommunityIndex.of(load_extras(self.handle.dir))
 
     def close(self) -> None:
         for name in ("graph", "vectors"):

@@ -15,11 +15,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval.errors import RetrievalError
-from retrieval.models import SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
+from retrieval.items import chunk_item_id
+from retrieval.models import MAX_QUERY_CHARS, SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
 from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS, VectorHit
-
-MAX_QUERY_CHARS = 2000
 
 
 class ToolParams(BaseModel):
@@ -59,7 +58,7 @@ def chunk_fact(chunk_id: str, payload: dict[str, Any], scores: dict[str, float])
         chunk_id=chunk_id,
     )
     return VerbalizedFact(
-        id=f"chunk:{chunk_id}",
+        id=chunk_item_id(chunk_id),
         type="document",
         text=str(payload.get("text", "")),
         scores=scores,

@@ -6,13 +6,21 @@ direction); global relations: `A --[REL]--> B: description` (seed "Task 22: Know
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from retrieval.embedding import Embedder
-from retrieval.models import Entity, GlobalRelation, SearchResult, SemanticPath, SourceMetadata, VerbalizedFact
+from retrieval.items import path_item_id, relation_item_id
+from retrieval.models import (
+    Entity,
+    EvidenceStrength,
+    GlobalRelation,
+    SearchResult,
+    SemanticPath,
+    SourceMetadata,
+    VerbalizedFact,
+)
 from retrieval.stores.base import RELATIONS, VectorStore, unique
 from retrieval.traverse import path_sources, verbalize
 
@@ -35,10 +43,6 @@ def global_text(rel: GlobalRelation) -> str:
     return f"{head}: {rel.description}" if rel.description else head
 
 
-def _fact_id(prefix: str, parts: Iterable[str]) -> str:
-    return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
-
-
 def _validity(values: Iterable[str | None], latest: bool) -> str | None:
     present = sorted(v for v in values if v)
     return (present[-1] if latest else present[0]) if present else None
@@ -48,7 +52,7 @@ def path_fact(path: SemanticPath) -> VerbalizedFact:
     """A local fact: the path text with its PPR and path-semantic scores and its edges' chunks."""
     nodes = path_nodes(path)
     return VerbalizedFact(
-        id=_fact_id("path", [n.id for n in nodes] + [e.id for e in path.edges]),
+        id=path_item_id([n.id for n in nodes], [e.id for e in path.edges]),
         type="local",
         channel="graph",
         text=path_text(path),
@@ -66,7 +70,7 @@ def global_fact(rel: GlobalRelation) -> VerbalizedFact:
     """A global fact: the relation text with its description-search similarity."""
     r = rel.relation
     return VerbalizedFact(
-        id=_fact_id("rel", [r.id]),
+        id=relation_item_id(r.id),
         type="global",
         channel="graph",
         text=global_text(rel),
@@ -134,8 +138,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def weak_matches_text(weak: Sequence[VerbalizedFact], strength: EvidenceStrength | None) -> str:
+    """The no-match message, the evidence strength against its threshold, the nearest candidates as weak matches."""
+    lines = [NOTHING]
+    if strength is not None:
+        lines.append(f"(evidence strength {strength.score:.2f}, below the threshold {strength.threshold:.2f})")
+    if weak:
+        lines += ["", "Weak matches (the nearest candidates, not evidence):"]
+        lines += [f"{n}. {_one_line(f.text)}" for n, f in enumerate(weak, start=1)]
+    return "\n".join(lines)
+
+
 def to_markdown(result: SearchResult) -> str:
     """The seed's agent context: a header, Entities, then Relationships & Paths with a source line each."""
+    if result.no_match:
+        return weak_matches_text(result.weak_matches, result.evidence_strength) + "\n"
     if not result.facts:
         return NOTHING
     lines = [HEADER, "", f"**Query:** {_one_line(result.query)}", ""]

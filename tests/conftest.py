@@ -14,6 +14,7 @@ from retrieval.runtime import KG, open_kg
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_BUNDLE = ROOT / "data" / "demo"
 MUSIQUE = ROOT.parent / "shared" / "data" / "hipporag_musique_train"
+DULCE = ROOT.parent / "shared" / "data" / "graphrag_operation_dulce"
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +47,23 @@ def demo_kg(demo_data_dir: Path, embedder: Embedder) -> Iterator[KG]:
     kg = open_kg(Settings.from_env(env={}, data_dir=demo_data_dir), embedder=embedder)
     yield kg
     kg.close()
+
+
+@pytest.fixture(scope="session")
+def dulce_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared GraphRAG index ingested once per session by the CLI, as the issue's Must-show command does
+    (`python -m retrieval ingest DULCE --format graphrag --name dulce`); treat as read-only."""
+    import typer
+    from typer.testing import CliRunner
+
+    from retrieval.cli import data as data_cli
+
+    if not DULCE.is_dir():
+        pytest.skip(f"shared GraphRAG index not found at {DULCE}")
+    data_dir = tmp_path_factory.mktemp("dulce") / "kg"
+    app = typer.Typer()
+    data_cli.register(app)
+    out = CliRunner().invoke(app, ["ingest", str(DULCE), "--format", "graphrag", "--name", "dulce", "--data-dir",
+                                   str(data_dir), "--no-progress"], env={"HF_HUB_OFFLINE": "1"})
+    assert out.exit_code == 0, out.output
+    return data_dir

@@ -4,26 +4,59 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from tqdm import tqdm
 
 from retrieval import catalog
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
 from retrieval.config import Settings
 from retrieval.errors import StoreError
+from retrieval.ingest import FORMATS
 from retrieval.models import GraphStats
 from retrieval.stores.base import open_graph_store, open_vector_store
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
-def _ingest(settings: Settings, path: Path, fmt: str, name: str | None, progress: bool) -> None:
+class StageBars:
+    """A reader's stage reports (stage, done, total) as one tqdm bar per stage, closed when the next begins."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.bar: tqdm[Any] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.bar = stage, tqdm(total=total, desc=stage, unit="item", leave=False)
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _ingest(
+    settings: Settings, path: Path, fmt: str, name: str | None, progress: bool, mapping: dict[str, str] | None = None
+) -> None:
+    from retrieval.ingest import IngestOptions
     from retrieval.ingest.build import ingest
 
     start = time.perf_counter()
+    bars = StageBars() if progress else None
     with cli_errors():
-        report = ingest(settings, path, fmt=fmt, name=name, progress=progress)
+        try:
+            # the stage bars show every reader and build stage (embedding too): the build's own bars stay off
+            report = ingest(settings, path, fmt=fmt, name=name, progress=progress and bars is None,
+                            options=IngestOptions(settings=settings, progress=bars, mapping=mapping or {}))
+        finally:
+            if bars is not None:
+                bars.close()  # before an error line is printed
     wall = time.perf_counter() - start
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     typer.echo(f"{report.summary()}; wall {wall:.1f} s ({stages})")
@@ -54,14 +87,33 @@ def read_stats(settings: Settings, name: str | None = None) -> tuple[GraphStats,
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest_cmd(
-        path: Annotated[Path, typer.Argument(help="A bundle folder or a HippoRAG output folder")],
-        fmt: str = typer.Option("auto", "--format", help="bundle | hipporag | auto (detect from the files)"),
+        path: Annotated[Path, typer.Argument(help="A folder in one of the formats (see --format)")],
+        fmt: str = typer.Option("auto", "--format", help=f"{' | '.join(FORMATS)} | auto (detect from the files)"),
         name: str = typer.Option(None, "--name", help="Graph name (default: the folder name)"),
+        name_attr: str = typer.Option(None, "--name-attr", help="graphml/csv: node attribute holding the name"),
+        type_attr: str = typer.Option(None, "--type-attr", help="graphml/csv: node attribute holding the type"),
+        description_attr: str = typer.Option(
+            None, "--description-attr", help="graphml/csv: node and edge attribute holding the description"),
+        relation_type_attr: str = typer.Option(
+            None, "--relation-type-attr", help="graphml/csv: edge attribute holding the relation type"),
+        weight_attr: str = typer.Option(None, "--weight-attr", help="graphml/csv: edge attribute holding the weight"),
         data_dir: Path = DataDirOpt,
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
+        chunk_tokens: int = typer.Option(None, "--chunk-tokens",
+                                         help="documents: tokens per chunk (default $KG_CHUNK_TOKENS or 200)"),
+        chunk_overlap: int = typer.Option(None, "--chunk-overlap",
+                                          help="documents: tokens shared by neighbouring chunks (default 40)"),
+        noun_phrases: bool = typer.Option(None, "--noun-phrases/--no-noun-phrases",
+                                          help="documents, offline extractor: noun phrases named by 2+ chunks "
+                                          "become entities too (default $KG_OFFLINE_NOUN_PHRASES or off)"),
     ) -> None:
         """Build a graph from PATH into a new version and swap it in (unchanged input: no rebuild)."""
-        _ingest(settings_from(data_dir), path, fmt, name, progress)
+        flags = {"name": name_attr, "type": type_attr, "description": description_attr,
+                 "relation_type": relation_type_attr, "weight": weight_attr}
+        with cli_errors():
+            settings = settings_from(data_dir, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap,
+                                     offline_noun_phrases=noun_phrases)
+        _ingest(settings, path, fmt, name, progress, {k: v for k, v in flags.items() if v})
 
     @app.command("demo")
     def demo_cmd(
@@ -89,8 +141,13 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"back ends {stats.graph_backend} + {stats.vector_backend}, embeddings {stats.embed_model}")
         typer.echo(
             f"counts    {stats.books} books, {stats.chapters} chapters, {stats.chunks} chunks, "
-            f"{stats.entities} entities, {stats.relations} relations"
+            f"{stats.entities} entities, {stats.relations} relations, {stats.communities} communities"
         )
+        for book, names in list(stats.chapter_names.items())[:10]:
+            shown = ", ".join(names[:8]) + (f" … ({len(names)})" if len(names) > 8 else "")
+            typer.echo(f"chapters  {book}: {shown}")
+        if len(stats.chapter_names) > 10:
+            typer.echo(f"chapters  … {len(stats.chapter_names) - 10} more books (see --json)")
         typer.echo("vectors   " + (", ".join(f"{k} {v}" for k, v in stats.vectors.items()) or "(not counted)"))
 
     @app.command("graphs")

@@ -131,8 +131,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("eval")
     def eval_cmd(
-        path: Annotated[Path, typer.Argument(help="Benchmark folder (HippoRAG: corpus, openie_*, questions)")],
-        fmt: str = typer.Option("hipporag", "--format", help="Benchmark format (hipporag)"),
+        path: Annotated[Path, typer.Argument(help="Benchmark folder (HippoRAG: corpus, openie_*, questions; "
+                                             "documents: the passages as documents beside the questions)")],
+        fmt: str = typer.Option("hipporag", "--format", help="hipporag (the OpenIE graph) | documents (a graph "
+                                "built from the passages by the documents reader; gold matched on title + text)"),
         modes: str = typer.Option(",".join(("bm25", "dense", "ppr", "fused", "graph")), "--modes",
                                   help="Comma-separated modes or `all`: passage rankers bm25, dense, ppr, fused, "
                                   "graph; search modes vector, hybrid, kg, graph_tool, comprehensive, dual, "
@@ -144,13 +146,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Ingest a benchmark (once) and print passage Recall@k and AR@k per mode."""
         from retrieval.embedding import load_embedder
+        from retrieval.ingest import IngestOptions
         from retrieval.ingest.build import build_graph, default_name, load_data
         from retrieval.passage_rank import EVAL_MODES, MAX_SEARCH_LIMIT, SEARCH_MODES, evaluate, load_hipporag_queries
         from retrieval.runtime import open_kg
 
         with cli_errors():
-            if fmt != "hipporag":
-                raise ValidationError(f"unknown benchmark format {fmt!r}; valid: hipporag")
+            if fmt not in ("hipporag", "documents"):
+                raise ValidationError(f"unknown benchmark format {fmt!r}; valid: hipporag, documents")
             cut = _ints(ks, "--k")
             wanted = _names(modes, EVAL_MODES, "mode(s)")
             n = limit or min(max(cut), MAX_SEARCH_LIMIT)
@@ -158,7 +161,7 @@ def register(app: typer.Typer) -> None:
                 raise ValidationError(f"--limit must be 1-{MAX_SEARCH_LIMIT}, got {n}")
             name = default_name(path)
             settings = settings_from(data_dir or Path("data/eval") / name)
-            data = load_data(path, fmt)
+            data = load_data(path, fmt, IngestOptions(settings=settings))
             queries = load_hipporag_queries(path, data)
             embedder = load_embedder(settings.embed_model)
             t = time.perf_counter()

@@ -22,6 +22,11 @@ ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 FORMATS: dict[str, str] = {
     "bundle": "retrieval.ingest.bundle:load_bundle",
     "hipporag": "retrieval.ingest.hipporag:load_hipporag",
+    "graphrag": "retrieval.ingest.graphrag:load_graphrag",
+    "lightrag": "retrieval.ingest.lightrag:load_lightrag",
+    "graphml": "retrieval.ingest.graphml:load_graphml",
+    "csv": "retrieval.ingest.csvgraph:load_csv",
+    "documents": "retrieval.ingest.documents:load_documents",
 }
 
 

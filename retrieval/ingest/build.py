@@ -10,7 +10,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,11 @@ import numpy as np
 from tqdm import tqdm
 
 from retrieval import bm25, catalog
+from retrieval.communities import Extras, chapter_names, compute_communities, load_extras, save_extras
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
-from retrieval.ingest import IngestOptions, reader
+from retrieval.ingest import IngestOptions, ProgressFn, reader
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.models import Chunk, Entity, GraphData, GraphStats, Relation
 from retrieval.stores.base import (
@@ -38,7 +39,7 @@ from retrieval.stores.base import (
 )
 
 # Bump when the way GraphData becomes stores changes, so an unchanged input is rebuilt once.
-BUILD_SCHEMA = 1
+BUILD_SCHEMA = 2  # 2: the extras.json sidecar (communities, claims, chapter names)
 EMBED_BATCH = 1024  # texts per embedder call (one progress step)
 INSERT_ROWS = 50_000  # rows per vector insert: bounded memory, few flushes
 KEEP_PREVIOUS = 1  # versions kept besides the live one, for readers that still have them open
@@ -77,7 +78,8 @@ class IngestReport:
 
 
 def data_counts(data: GraphData) -> dict[str, int]:
-    """Books, chapters (distinct non-empty (book, chapter)), chunks, entities, relations."""
+    """Books, chapters (distinct non-empty (book, chapter)), chunks, entities, relations (the build adds
+    communities once it has them)."""
     return {
         "books": len({c.original_document for c in data.chunks if c.original_document}),
         "chapters": len({(c.original_document, c.chapter) for c in data.chunks if c.chapter}),
@@ -137,7 +139,7 @@ def content_hash(data: GraphData, settings: Settings, embed_model: str) -> str:
         "embed_model": embed_model,
     }
     h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
-    for kind in ("chunks", "entities", "relations"):
+    for kind in ("chunks", "entities", "relations", "communities", "claims"):
         h.update(f"\n#{kind}\n".encode())
         for item in getattr(data, kind):
             line = json.dumps(item.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -224,20 +226,38 @@ def _embed_into(
     row: Callable[[Any, str], dict[str, Any]],
     progress: bool,
     seconds: dict[str, float],
+    report: ProgressFn | None = None,
 ) -> None:
     bar = tqdm(total=len(texts), desc=f"embed {collection}", unit="text", disable=not progress, leave=False)
+    done = 0
+    stage = f"embedding {collection}"
+    if report is not None:
+        report(stage, 0, len(texts))
     try:
         # Few large inserts: each Milvus insert ends in a flush, and fewer segments also search faster.
         for group in _groups(len(texts), texts, INSERT_ROWS):
+            # Each distinct text is embedded once (relations extracted from documents share their sentence).
+            slot: dict[str, int] = {}
+            for i in group:
+                slot.setdefault(texts[i], len(slot))
+            distinct = list(slot)
             parts = []
-            for start in range(0, len(group), EMBED_BATCH):
-                batch = [texts[i] for i in group[start : start + EMBED_BATCH]]
+            for start in range(0, len(distinct), EMBED_BATCH):
+                batch = distinct[start : start + EMBED_BATCH]
                 t = time.perf_counter()
                 parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
                 seconds["embed"] = seconds.get("embed", 0.0) + time.perf_counter() - t
                 bar.update(len(batch))
+                done += len(batch)
+                if report is not None:
+                    report(stage, done, len(texts))
+            bar.update(len(group) - len(distinct))
+            done += len(group) - len(distinct)  # repeated texts reuse their vector
+            if report is not None:
+                report(stage, done, len(texts))
+            matrix = np.concatenate(parts)[[slot[texts[i]] for i in group]]
             t = time.perf_counter()
-            vectors.insert(collection, [row(items[i], texts[i]) for i in group], np.concatenate(parts))
+            vectors.insert(collection, [row(items[i], texts[i]) for i in group], matrix)
             seconds["vectors"] = seconds.get("vectors", 0.0) + time.perf_counter() - t
     finally:
         bar.close()
@@ -337,13 +357,16 @@ def build_graph(
     embedder: Embedder,
     progress: bool = True,
     source: str = "",
+    report: ProgressFn | None = None,
 ) -> IngestReport:
     """Build graph `name` from `data` into a new version and swap it in atomically.
 
     Idempotent: if the live version has the same content hash nothing is rebuilt. On any failure the
-    new version is discarded (server-side resources too) and the previous one stays live.
+    new version is discarded (server-side resources too) and the previous one stays live. A graph that brings
+    no communities gets computed ones (`retrieval.communities`). `report(stage, done, total)` hears each stage.
     """
     catalog.check_name(name)
+    say: ProgressFn = report or (lambda stage, done, total: None)
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     check_graph(data)
@@ -358,7 +381,7 @@ def build_graph(
             if live.manifest.get("content_hash") == digest:
                 lost = lost_data(settings, live)
                 if not lost:
-                    return IngestReport(live, True, counts, seconds, warnings)
+                    return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings)
                 warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
         _clean_abandoned(settings)
         version = f"{digest[:12]}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
@@ -370,7 +393,14 @@ def build_graph(
         location = StoreLocation(dir=build_dir, key=key)
         try:
             catalog.write_json_atomic(build_dir / _BUILD_INFO, {"name": name, "key": key})
-            dim = _fill(settings, data, location, embedder, progress, seconds)
+            t = time.perf_counter()
+            say("communities", 0, 1)
+            communities = data.communities or compute_communities(data)
+            counts["communities"] = len(communities)
+            save_extras(build_dir, Extras(communities, data.claims, chapter_names(data.chunks)))
+            say("communities", 1, 1)
+            seconds["communities"] = time.perf_counter() - t
+            dim = _fill(settings, data, location, embedder, progress, seconds, say)
             manifest = {
                 "name": name,
                 "version": version,
@@ -386,8 +416,10 @@ def build_graph(
                 "warnings": list(data.warnings),
             }
             t = time.perf_counter()
+            say("committing", 0, 1)
             (build_dir / _BUILD_INFO).unlink()
             handle = catalog.commit_build(data_dir, name, build_dir, manifest)
+            say("committing", 1, 1)
             seconds["commit"] = time.perf_counter() - t
         except BaseException as exc:
             _discard(settings, location)
@@ -407,14 +439,17 @@ def _fill(
     embedder: Embedder,
     progress: bool,
     seconds: dict[str, float],
+    say: ProgressFn,
 ) -> int:
     """Write graph, vectors and BM25 of one version; returns the vector dimension."""
     graph: GraphStore | None = None
     vectors: VectorStore | None = None
     try:
         t = time.perf_counter()
+        say("graph store", 0, 1)
         graph = open_graph_store(settings, location)
         graph.upsert(data)
+        say("graph store", 1, 1)
         seconds["graph"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -423,20 +458,24 @@ def _fill(
         seconds["vectors"] = time.perf_counter() - t
         names = {e.id: e.name for e in data.entities}
         _embed_into(vectors, embedder, ENTITIES, data.entities, [entity_text(e) for e in data.entities],
-                    entity_row, progress, seconds)
+                    entity_row, progress, seconds, say)
         _embed_into(vectors, embedder, RELATIONS, data.relations,
-                    [relation_text(r, names) for r in data.relations], relation_row, progress, seconds)
+                    [relation_text(r, names) for r in data.relations], relation_row, progress, seconds, say)
         chunk_texts = [bm25.chunk_text(c) for c in data.chunks]
         _embed_into(vectors, embedder, CHUNKS, data.chunks, chunk_texts, lambda c, _text: chunk_row(c), progress,
-                    seconds)
+                    seconds, say)
 
         t = time.perf_counter()
+        say("BM25 index", 0, 1)
         index = bm25.build_index([c.id for c in data.chunks], chunk_texts)
         bm25.save_index(index, location.dir / "bm25")
+        say("BM25 index", 1, 1)
         seconds["bm25"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        say("vector index", 0, 1)
         vectors.wait_ready()  # a server answers from a temporary index until its real one is built
+        say("vector index", 1, 1)
         seconds["index"] = time.perf_counter() - t
         return int(embedder.dim)
     finally:
@@ -458,13 +497,35 @@ def _discard(settings: Settings, location: StoreLocation) -> None:
 # --- entry points -------------------------------------------------------------------------------
 
 
+# (format, what marks it): the first match wins.
+_DETECT: tuple[tuple[str, Callable[[Path], bool]], ...] = (
+    ("hipporag", lambda p: any(p.glob("openie_*.json"))),
+    ("bundle", lambda p: (p / "chunks.jsonl").is_file()),
+    ("graphrag", lambda p: (p / "entities.parquet").is_file() or (p / "create_final_entities.parquet").is_file()),
+    ("lightrag", lambda p: (p / "graph_chunk_entity_relation.graphml").is_file()),
+    ("csv", lambda p: (p / "nodes.csv").is_file() and (p / "relationships.csv").is_file()),
+    ("graphml", lambda p: len(list(p.glob("*.graphml"))) == 1),
+    ("documents", lambda p: _has_documents(p)),  # last: the other formats' folders may hold a README.md
+)
+
+
 def detect_format(path: Path) -> str:
-    """`hipporag` if the folder has an openie_*.json, `bundle` if it has chunks.jsonl."""
-    if any(path.glob("openie_*.json")):
-        return "hipporag"
-    if (path / "chunks.jsonl").is_file():
-        return "bundle"
-    raise IngestError(str(path), 0, "path", "neither a bundle (chunks.jsonl) nor HippoRAG output (openie_*.json)")
+    """The format whose marker files the folder holds (see `_DETECT`)."""
+    for fmt, marks in _DETECT:
+        if marks(path):
+            return fmt
+    raise IngestError(
+        str(path), 0, "path",
+        "no known format: expected a bundle (chunks.jsonl), HippoRAG output (openie_*.json), a GraphRAG output "
+        "folder (entities.parquet), a LightRAG working dir (graph_chunk_entity_relation.graphml), nodes.csv + "
+        "relationships.csv, one .graphml file, or a folder of documents (.txt, .md, .pdf, .epub)",
+    )
+
+
+def _has_documents(path: Path) -> bool:
+    from retrieval.ingest.books import SUFFIXES
+
+    return any(p.suffix.lower() in SUFFIXES and p.is_file() for p in path.rglob("*"))
 
 
 def load_data(path: str | Path, fmt: str = "auto", options: IngestOptions | None = None) -> GraphData:
@@ -498,6 +559,9 @@ def ingest(
     """
     path = Path(path)
     t = time.perf_counter()
+    options = options or IngestOptions()
+    if options.settings is None:  # readers that extract (documents) need the key, cache dir and chunk sizes
+        options = replace(options, settings=settings)
     data = load_data(path, fmt, options)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
@@ -505,7 +569,8 @@ def ingest(
         embedder = load_embedder(settings.embed_model)
         before["model"] = time.perf_counter() - t
     report = build_graph(
-        settings, data, name or default_name(path), embedder=embedder, progress=progress, source=str(path)
+        settings, data, name or default_name(path), embedder=embedder, progress=progress, source=str(path),
+        report=options.progress if options is not None else None,
     )
     return IngestReport(
         report.handle, report.unchanged, report.counts, {**before, **report.seconds}, report.warnings
@@ -520,6 +585,7 @@ def graph_stats(handle: catalog.GraphHandle, graph: GraphStore, vectors: VectorS
     counts = {**handle.manifest.get("counts", {}), **graph.counts()}
     vector_counts = {c: vectors.count(c) for c in (ENTITIES, RELATIONS, CHUNKS)} if vectors is not None else {}
     m = handle.manifest
+    extras = load_extras(handle.dir)
     return GraphStats(
         name=handle.name,
         version=handle.version,
@@ -533,5 +599,7 @@ def graph_stats(handle: catalog.GraphHandle, graph: GraphStore, vectors: VectorS
         created_at=str(m.get("created_at", "")),
         embed_model=str(m.get("embed_model", "")),
         vectors=vector_counts,
+        communities=len(extras.communities),
+        chapter_names=extras.chapter_names,
     )
 

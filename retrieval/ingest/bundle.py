@@ -46,13 +46,22 @@ def id_too_long(value: str) -> bool:
     return len(value.encode("utf-8")) > MAX_ID_LEN
 
 
+def check_entity_size(ln: Line, name: str, description: str, field: str = "description") -> None:
+    """The Entities collection stores "name: description" as one string: refuse what it cannot hold."""
+    if len(name.encode("utf-8")) + len(description.encode("utf-8")) + 2 > MAX_TEXT_BYTES:
+        raise ln.fail(field, f"name + description exceed the {MAX_TEXT_BYTES} bytes that can be stored")
+
+
 def merge_chunks(*groups: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Union of chunk-id lists, first-seen order."""
     return tuple(dict.fromkeys(c for group in groups for c in group))
 
 
 @dataclass
-class _Line:
+class Line:
+    """One record of an input file (a JSONL line, a Parquet or CSV row): typed field reads that fail as
+    `file:line: field: reason`."""
+
     file: str
     line: int
     obj: dict[str, Any]
@@ -153,7 +162,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def _check_nested(value: Any, at: _Line, field: str, depth: int = 1) -> None:
+def _check_nested(value: Any, at: Line, field: str, depth: int = 1) -> None:
     if depth > MAX_NESTING:
         raise at.fail(field, f"nested more than {MAX_NESTING} levels deep")
     if isinstance(value, str):
@@ -170,7 +179,7 @@ def _check_nested(value: Any, at: _Line, field: str, depth: int = 1) -> None:
         raise at.fail(field, "must be a finite number")
 
 
-def _lines(path: Path, *, required: bool) -> Iterator[_Line]:
+def _lines(path: Path, *, required: bool) -> Iterator[Line]:
     """Yield one parsed JSON object per non-blank line (line numbers are 1-based)."""
     file = str(path)
     if not path.is_file():
@@ -198,7 +207,7 @@ def _lines(path: Path, *, required: bool) -> Iterator[_Line]:
                 raise IngestError(file, number, "json", f"nested too deeply (at most {MAX_NESTING} levels)") from exc
             if not isinstance(obj, dict):
                 raise IngestError(file, number, "line", f"expected a JSON object, got {_kind(obj)}")
-            yield _Line(file, number, obj)
+            yield Line(file, number, obj)
 
 
 def _reject_constant(name: str) -> Any:
@@ -261,7 +270,7 @@ def _read_chunks(root: Path, authors: dict[str, str] | None) -> tuple[list[Chunk
     return chunks, seen
 
 
-def _check_refs(ln: _Line, field: str, ids: list[str], known: dict[str, int], what: str) -> None:
+def _check_refs(ln: Line, field: str, ids: list[str], known: dict[str, int], what: str) -> None:
     for i, ref in enumerate(ids):
         if ref not in known:
             raise ln.fail(f"{field}[{i}]", f"unknown {what} id {ref!r}")
@@ -275,7 +284,7 @@ def load_bundle(path: str | Path, options: IngestOptions | None = None) -> Graph
     authors = _read_documents(root)
     chunks, chunk_lines = _read_chunks(root, authors)
 
-    entities: list[tuple[_Line, dict[str, Any]]] = []
+    entities: list[tuple[Line, dict[str, Any]]] = []
     entity_lines: dict[str, int] = {}
     for ln in _lines(root / "entities.jsonl", required=True):
         ln.no_unknown(ENTITY_FIELDS)
@@ -287,9 +296,7 @@ def load_bundle(path: str | Path, options: IngestOptions | None = None) -> Graph
         _check_refs(ln, "source_chunks", own_chunks, chunk_lines, "chunk")
         name = ln.text("name", required=True)
         description = ln.text("description")
-        if len(name.encode("utf-8")) + len(description.encode("utf-8")) + 2 > MAX_TEXT_BYTES:
-            # the Entities collection stores "name: description" as one string
-            raise ln.fail("description", f"name + description exceed the {MAX_TEXT_BYTES} bytes that can be stored")
+        check_entity_size(ln, name, description)
         fields = {
             "id": eid,
             "name": name,

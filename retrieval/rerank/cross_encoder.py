@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -15,6 +18,9 @@ from retrieval.models import VerbalizedFact
 from retrieval.rerank.base import RerankOutput, check_top_k, with_scores
 
 _TRUE = {"1", "true", "yes", "on"}
+_URL = re.compile(r"\S*https?://\S+")
+HUB_PROBE_TIMEOUT_S = 3.0
+KEEP_ORDER = "results keep their order."
 
 
 def hub_offline() -> bool:
@@ -22,26 +28,67 @@ def hub_offline() -> bool:
     return any(os.environ.get(v, "").strip().lower() in _TRUE for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
+def hub_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether a TCP connection to the hub (HF_ENDPOINT, default huggingface.co:443) opens within `timeout`.
+
+    Without this, an offline machine that did not set HF_HUB_OFFLINE waits about a minute while the hub client
+    retries each file five times. Behind a proxy the direct connection says nothing, so True is assumed.
+    """
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def is_path(model: str) -> bool:
+    """A local path (existing, or written as one); else a hub id (org/name or a bare name)."""
+    return Path(model).expanduser().exists() or model.startswith(("/", ".", "~")) or model.count("/") > 1
+
+
 def offline_miss(model: str) -> str:
     """Why an offline load of `model` must fail, found without importing torch ('' when it may load):
     a path that does not exist, or a hub id with nothing in the local Hugging Face cache."""
     if Path(model).expanduser().exists():
         return ""
-    if model.startswith(("/", ".", "~")) or model.count("/") > 1:  # a path; else a hub id (org/name or name)
-        return f"no such file or directory: {model}"
+    if is_path(model):
+        return "there is no such file or directory"
     from huggingface_hub import try_to_load_from_cache
 
     if isinstance(try_to_load_from_cache(model, "config.json"), str):
         return ""
-    return "not in the local Hugging Face cache, and the hub is offline (HF_HUB_OFFLINE)"
+    return "it is not in the local Hugging Face cache"
+
+
+def unavailable(model: str, why: str, *, offline: bool) -> str:
+    """The one plain sentence every surface shows for a cross-encoder that cannot load."""
+    state = "is not available offline" if offline else "could not be loaded"
+    return f"Cross-encoder {model} {state}: {why}; {KEEP_ORDER}"
+
+
+def load_failure(exc: BaseException) -> str:
+    """A load error as a short clause: the known causes in words, else the error's first line without URLs."""
+    text = " ".join(str(exc).split())
+    low = text.lower()
+    if "couldn't connect" in low or "connection" in low or "max retries" in low or "name resolution" in low:
+        return "the Hugging Face hub could not be reached and the model is not in the local cache"
+    if "is not a valid model identifier" in low or "repository not found" in low or "404" in low:
+        return "the Hugging Face hub has no model by that name"
+    first = _URL.sub("", str(exc).splitlines()[0] if str(exc) else "").strip(" .:;") or "no detail"
+    return f"{first[:160]} ({type(exc).__name__})"
 
 
 class CrossEncoderReranker:
     """Scores (query, fact) pairs with a CrossEncoder and adds `ce_score`.
 
     The model (a hub name or a local path) loads lazily on first use. If it cannot load, the
-    reranker is a passthrough: input order, no `ce_score`, no truncation, and a warning
-    `cross-encoder unavailable: <reason>`; `.available` and `.reason` tell the UI.
+    reranker is a passthrough: input order, no `ce_score`, no truncation, and one plain sentence as the warning
+    (`unavailable`: "Cross-encoder M is not available offline: ...; results keep their order."); `.available`
+    and `.reason` tell the UI.
     """
 
     name = "cross_encoder"
@@ -71,17 +118,21 @@ class CrossEncoderReranker:
         with self._lock:
             if not self._loaded:
                 offline = hub_offline() if self.local_files_only is None else self.local_files_only
-                miss = offline_miss(self.model_name) if offline else ""
-                try:
-                    if miss:  # say so at once: importing sentence-transformers (torch) alone takes seconds
-                        raise OSError(miss)
-                    from sentence_transformers import CrossEncoder
+                local = is_path(self.model_name)
+                if not offline and self.local_files_only is None and not local and not hub_reachable():
+                    offline = True  # no hub: the cache or nothing, said now rather than after a minute of retries
+                miss = offline_miss(self.model_name) if offline or local else ""
+                if miss:  # say so at once: importing sentence-transformers (torch) alone takes seconds
+                    self._reason = unavailable(self.model_name, miss, offline=offline and not local)
+                else:
+                    try:
+                        from sentence_transformers import CrossEncoder
 
-                    self._model = CrossEncoder(
-                        self.model_name, device="cpu", local_files_only=offline, max_length=self.max_length
-                    )
-                except Exception as exc:  # missing path, no hub access, bad weights: all mean "unavailable"
-                    self._reason = f"{self.model_name!r}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                        self._model = CrossEncoder(
+                            self.model_name, device="cpu", local_files_only=offline, max_length=self.max_length
+                        )
+                    except Exception as exc:  # no hub access, bad weights: all mean "unavailable", said plainly
+                        self._reason = unavailable(self.model_name, load_failure(exc), offline=offline and not local)
                 self._loaded = True
             return self._model
 
@@ -99,7 +150,7 @@ class CrossEncoderReranker:
         check_top_k(top_k)
         model = self._load()
         if model is None:
-            return RerankOutput(list(candidates), [f"cross-encoder unavailable: {self._reason}"])
+            return RerankOutput(list(candidates), [self._reason])
         if not candidates:
             return RerankOutput([], [])
         scores = np.asarray(

@@ -184,6 +184,14 @@ def _load(registry: dict[str, str], name: str, kind: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
+def graph_backend_module(settings: Settings) -> Any:
+    """The module of the graph back end `settings` names, for its module-level functions (`delete_graph`,
+    `read_only_query`, `explain_query`)."""
+    if settings.graph_backend not in GRAPH_STORES:
+        _load(GRAPH_STORES, settings.graph_backend, "graph")  # raises the ConfigError listing the valid names
+    return importlib.import_module(GRAPH_STORES[settings.graph_backend].split(":")[0])
+
+
 def open_graph_store(settings: Settings, location: StoreLocation) -> GraphStore:
     """Open the graph back end named by `settings.graph_backend` at `location`."""
     cls = _load(GRAPH_STORES, settings.graph_backend, "graph")

@@ -49,7 +49,7 @@ def test_shell_sidebar_shows_graph_backends_and_capabilities(app_env: Path) -> N
 def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None:
     at = run_page(q=DEMO_QUESTION, max_results="5")
     assert at.text_input(key="q").value == DEMO_QUESTION
-    assert [t.label for t in at.tabs][:4] == ["Facts", "Sources", "Agent context", "Trace"]
+    assert [t.label for t in at.tabs][:5] == ["Facts", "Answer", "Sources", "Agent context", "Trace"]
     facts = at.dataframe[0].value
     assert 1 <= len(facts) <= 5 and {"type", "fact"} <= set(facts.columns)
     graphs = graph_payloads(at)
@@ -116,7 +116,8 @@ def test_other_pages_render(app_env: Path, page: str, title: str) -> None:
 
 def test_data_page_shows_stats_graphs_and_actions(app_env: Path) -> None:
     at = run_page("pages/data.py")
-    assert [m.label for m in at.metric] == ["Books", "Chapters", "Chunks", "Entities", "Relations"]
+    assert [m.label for m in at.metric] == ["Books", "Chapters", "Chunks", "Entities", "Relations", "Communities"]
+    assert int(at.metric[5].value) > 10  # computed at ingest (Leiden)
     assert int(at.metric[0].value) == 4 and int(at.metric[3].value.replace(",", "")) > 100
     graphs = at.dataframe[0].value
     assert sorted(graphs["graph"]) == ["demo", HOSTILE_GRAPH]
@@ -140,7 +141,12 @@ def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, 
     at.button[[b.label for b in at.button].index("Import")].click().run()
     assert not at.exception and at.success, [e.value for e in at.error]
     assert catalog.list_graphs(empty_env) == ["my-bundle"]
-    assert at.get("progress") and at.get("progress")[0].proto.value == 100
+    assert at.dataframe[0].value["graph"].tolist() == ["my-bundle"]  # listed on the run after the import
+    stages = " ".join(m.value for m in at.expander[0].markdown)
+    for stage in ("graph store", "embedding Entities", "BM25 index", "committing"):
+        assert f"✓ {stage}" in stages.replace("\\", "")
+    link = at.get("page_link")[0].proto
+    assert link.label == "Open my\\-bundle in Search" and link.query_string == "graph=my-bundle"
 
 
 def test_data_page_names_file_line_and_field_of_a_bad_bundle(empty_env: Path, tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ def test_explore_draws_the_neighbourhood_and_expansion_history_goes_back_and_for
     assert at.button(key="x-back").disabled and at.button(key="x-fwd").disabled
 
     ok(at.selectbox(key="x-node").set_value("penetration-pricing").run())
+    link = next(lk.proto for lk in at.get("page_link") if lk.proto.label == "Its communities")
+    assert "entity=penetration-pricing" in link.query_string  # jump from the picked entity to its communities
     ok(at.button(key="x-expand").click().run())
     assert "1 expansion" in texts(at)
     assert "penetration pricing" in caption_with(at, "History:")

@@ -78,7 +78,7 @@ def test_mode_selector_drives_each_mode_and_shows_its_items(app_env: Path) -> No
         assert len(table) >= 1, mode
         tabs = [t.label for t in at.tabs]
         if mode == "kg":
-            assert tabs[:4] == ["Facts", "Sources", "Agent context", "Trace"]
+            assert tabs[:5] == ["Facts", "Answer", "Sources", "Agent context", "Trace"]
             assert "channel" not in table.columns
             continue
         assert f"**{MODE_LABELS[mode]} · {len(table)} items**" in markdown(at)

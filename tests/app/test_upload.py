@@ -53,3 +53,20 @@ def test_rejects_symbolic_links(tmp_path: Path) -> None:
 def test_rejects_a_file_that_is_not_a_zip(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="not a zip"):
         safe_extract_zip(io.BytesIO(b"plain text"), tmp_path)
+
+
+def test_import_errors_name_the_archive_member_never_the_temporary_folder(tmp_path: Path) -> None:
+    """What the Data page shows for a malformed member of an upload: `archive.zip/member:line: field: reason`."""
+    from components.ingest_panel import relabel
+    from retrieval.errors import IngestError
+    from retrieval.ingest.build import load_data
+
+    buf = make_zip({"export/graph.graphml": b'<graphml><graph>\n<node id="a">\n</graph></graphml>'})
+    tmp = tmp_path / "kg-upload-123"
+    tmp.mkdir()
+    folder = safe_extract_zip(buf, tmp)
+    with pytest.raises(IngestError) as caught:
+        load_data(folder, "auto")
+    shown = relabel(str(caught.value), (tmp, "my export.zip"))
+    assert shown == "my export.zip/export/graph.graphml:3: xml: mismatched tag"
+    assert str(tmp_path) not in shown

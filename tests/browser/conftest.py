@@ -132,11 +132,13 @@ def app_url(app_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @contextmanager
 def streamlit_app(data_dir: Path, log: Path, **env_vars: str) -> Iterator[str]:
-    """`streamlit run app.py` on 127.0.0.1:<free port> over `data_dir` (no Gemini key), stopped on exit."""
+    """`streamlit run app.py` on 127.0.0.1:<free port> over `data_dir` (no Gemini key unless `env_vars` sets
+    GEMINI_API_KEY), stopped on exit."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "KG_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **env_vars}
+    env = {**os.environ, "KG_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("GEMINI_API_KEY", None)
+    env.update(env_vars)
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",

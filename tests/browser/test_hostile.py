@@ -1,8 +1,8 @@
-"""The hostile corpus in Debian chromium: with its graph active, tour Search, Paths, Graph Memory (after saving a
-hostile subgraph), Rerank Inspector and Data; hover the graph's nodes and work the live graph (details panel,
-expansion, context menu, find, filter) on payload nodes. No dialog opens, no request
-leaves 127.0.0.1, no payload script runs (window.__pwned stays unset in every frame), no payload becomes an
-element, and payloads show as literal text."""
+"""The hostile corpus in Debian chromium: with its graph active, tour Search (with its Answer tab), Paths, Graph
+Memory (after saving a hostile subgraph), Rerank Inspector, Query, Communities and Data; hover the graph's nodes
+and work the live graph (details panel, expansion, context menu, find, filter) on payload nodes. No dialog opens,
+no request leaves 127.0.0.1, no payload script runs (window.__pwned stays unset in every frame), no payload
+becomes an element, and payloads show as literal text."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from retrieval.embedding import Embedder
 from tests.browser.conftest import wait_graph_drawn
 from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir
-from tests.data.hostile.make_bundle import EVIL_HOST, PWNED, QUERY, Payload, accepted, load_payloads
+from tests.data.hostile.make_bundle import EVIL_HOST, HUB_ID, PWNED, QUERY, Payload, accepted, load_payloads
 
 pytestmark = pytest.mark.browser
 
@@ -157,6 +157,10 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     for tab in ("Sources", "Trace"):
         page.get_by_role("tab", name=tab).click()
         tour.check(f"search/{tab}")
+    page.get_by_role("tab", name="Answer").click()  # the answer quotes the payloads' sentences with citations
+    page.get_by_role("button", name="Show an extractive answer").click()
+    page.locator(".kg-answer").wait_for(state="visible", timeout=60_000)
+    tour.check("search/Answer")
 
     # Paths: why are two payload entities connected (through Eve); then save what is shown to Graph Memory
     a, b = by_id["html-img-onerror"], by_id["js-script-close"]
@@ -189,6 +193,23 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     page.goto(f"{app_url}/rerank?{urllib.parse.urlencode({'q': QUERY, 'graph': hostile_graph})}")
     page.get_by_text("retrievals: ").first.wait_for(timeout=90_000)
     tour.check("rerank")
+
+    # Query: the payload entities and relations as rows and as a graph, from the read-only console
+    page.goto(f"{app_url}/query?{urllib.parse.urlencode({'graph': hostile_graph})}")
+    page.get_by_label("Cypher (one read statement)").fill("MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b LIMIT 40")
+    page.get_by_role("button", name="Run").click()
+    wait_graph_drawn(page, timeout_ms=60_000)
+    tour.hover_graph()
+    tour.check("query")
+
+    # Communities (computed at ingest): the hub's communities and claims, one opened beside its subgraph; the
+    # titles and summaries name payload entities
+    params = {"graph": hostile_graph, "entity": HUB_ID, "community": "0"}
+    page.goto(f"{app_url}/communities?{urllib.parse.urlencode(params)}")
+    page.locator("h4").first.wait_for(timeout=90_000)
+    wait_graph_drawn(page, timeout_ms=60_000)
+    tour.hover_graph()
+    tour.check("communities")
 
     # Data: the graph's statistics and the graphs of the data directory
     page.goto(f"{app_url}/data?{urllib.parse.urlencode({'graph': hostile_graph})}")

@@ -35,20 +35,24 @@ def store(tmp_path: Path) -> LabelStore:
     return LabelStore.in_data_dir(tmp_path / "kg")
 
 
-def test_upsert_keeps_one_current_grade_per_key(store: LabelStore) -> None:
+def test_upsert_keeps_one_current_grade_per_key_and_annotator(store: LabelStore) -> None:
     first = store.put_label("who  wrote\tHamlet?", "fact-1", 1, graph_version="v1", note="meh", annotator="ann")
     assert first.query_text == "who wrote Hamlet?"
-    second = store.put_label("who wrote Hamlet?", "fact-1", 3, graph_version="v1", annotator="bob")
+    second = store.put_label("who wrote Hamlet?", "fact-1", 2, graph_version="v1", annotator=" ann ")
+    store.put_label("who wrote Hamlet?", "fact-1", 3, graph_version="v1", annotator="bob")
     store.put_label("who wrote Hamlet?", "fact-1", 0, graph_version="v2")
     store.put_label("who wrote Hamlet?", "fact-2", 2, graph_version="v1")
     got = store.get_labels("who wrote Hamlet?", graph_version="v1")
     rows = [(lb.item_id, lb.grade, lb.annotator, lb.note) for lb in got]
-    assert rows == [("fact-1", 3, "bob", ""), ("fact-2", 2, "", "")]
+    assert rows == [("fact-1", 2, "ann", ""), ("fact-1", 3, "bob", ""), ("fact-2", 2, "", "")]
     assert got[0].updated_at == second.updated_at > first.updated_at
-    assert len(store.get_labels("who wrote Hamlet?")) == 3
-    assert len(store.all_labels("v2")) == 1
-    assert store.delete_label("who wrote Hamlet?", "fact-1", "v2") is True
-    assert store.delete_label("who wrote Hamlet?", "fact-1", "v2") is False
+    assert [lb.grade for lb in store.get_labels("who wrote Hamlet?", "v1", annotator="bob")] == [3]
+    assert len(store.get_labels("who wrote Hamlet?")) == 4
+    assert len(store.all_labels("v2")) == 1 and len(store.all_labels(annotator="ann")) == 1
+    assert store.annotators() == ["", "ann", "bob"]
+    assert store.delete_label("who wrote Hamlet?", "fact-1", "v1", annotator="bob") is True
+    assert store.delete_label("who wrote Hamlet?", "fact-1", "v1", annotator="bob") is False
+    assert store.delete_label("who wrote Hamlet?", "fact-1", "v2") is True  # None: every annotator's label
     assert len(store.all_labels()) == 2
 
 
@@ -102,9 +106,9 @@ def test_eight_processes_and_threads_lose_and_duplicate_nothing(tmp_path: Path) 
         p.join(timeout=120)
     assert [p.exitcode for p in procs] == [0] * 8
     labels = LabelStore(path).all_labels()
-    keys = [(lb.query_text, lb.item_id, lb.graph_version) for lb in labels]
-    assert len(keys) == len(set(keys)) == 8 * 500 + 4 * 100 + 1
-    by_key = {(lb.query_text, lb.item_id): lb for lb in labels}
+    keys = [(lb.query_text, lb.item_id, lb.graph_version, lb.annotator) for lb in labels]
+    assert len(keys) == len(set(keys)) == 8 * 500 + 4 * 100 + 8  # the shared item: one label per writer
+    by_key = {(lb.query_text, lb.item_id): lb for lb in labels if lb.item_id != "shared-item"}
     for w in range(8):
         for i in range(500):
             lb = by_key[f"query {i % 5}", f"item-{w}-{i}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from retrieval.config import DEFAULT_CROSS_ENCODER, Settings
 from retrieval.embedding import default_model_path
 from retrieval.models import VerbalizedFact
 from retrieval.rerank import CrossEncoderReranker
+from retrieval.rerank.cross_encoder import load_failure
 
 QUERY = "Who wrote Hamlet?"
 TEXTS = ["Hamlet was written by William Shakespeare.", "Paris is in France.", "Shakespeare wrote plays in London.",
@@ -52,8 +54,11 @@ def test_unloadable_model_is_a_visible_passthrough(model: str) -> None:
     out = rr.rerank(QUERY, cands, top_k=2)
     assert [c.id for c in out.candidates] == [c.id for c in cands]  # order kept, not truncated
     assert all("ce_score" not in c.scores for c in out.candidates)
-    assert len(out.warnings) == 1 and out.warnings[0].startswith("cross-encoder unavailable: ")
-    assert rr.available is False and model in rr.reason
+    assert rr.available is False and out.warnings == [rr.reason]
+    state = "could not be loaded: there is no such file or directory" if model.startswith("/") else (
+        "is not available offline: it is not in the local Hugging Face cache")
+    assert rr.reason.startswith(f"Cross-encoder {model} {state}; ")
+    assert rr.reason.endswith("; results keep their order.") and "http" not in rr.reason and "Error" not in rr.reason
 
 
 def test_offline_miss_is_told_without_importing_torch(tmp_path: Path) -> None:
@@ -72,6 +77,40 @@ def test_offline_miss_is_told_without_importing_torch(tmp_path: Path) -> None:
     assert out[1].startswith("False") and "no such file or directory" in out[1]
     assert out[2].startswith("False") and "not in the local Hugging Face cache" in out[2]  # a hub id without org
     assert out[3] == "False False"
+
+
+def test_unreachable_hub_without_offline_flag_is_told_at_once(tmp_path: Path) -> None:
+    # HF_HUB_OFFLINE unset and the hub unreachable (a closed loopback port): the hub client would retry each file
+    # for about a minute; the reranker finds the hub closed and says so in one sentence, without importing torch
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # bound, never listening: connections are refused
+        code = ("import sys; from retrieval.rerank import CrossEncoderReranker as C\n"
+                "r = C('cross-encoder/ms-marco-MiniLM-L-6-v2'); print(r.available); print(r.reason)\n"
+                "print('torch' in sys.modules)")
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env |= {"HF_ENDPOINT": f"http://127.0.0.1:{closed}", "HF_HOME": str(tmp_path / "empty-hf-home")}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                             cwd=Path(__file__).resolve().parents[2], check=True).stdout.splitlines()
+    assert out == ["False", "Cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2 is not available offline: it is not "
+                   "in the local Hugging Face cache; results keep their order.", "False"]
+
+
+def test_load_failures_read_as_one_plain_sentence(tmp_path: Path) -> None:
+    transformers_offline = OSError(
+        "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached "
+        "files.\nCheck your internet connection or see how to run the library in offline mode at "
+        "'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+    assert load_failure(transformers_offline) == (
+        "the Hugging Face hub could not be reached and the model is not in the local cache")
+    assert "http" not in load_failure(ValueError("bad file at https://x.y/z, see https://a.b"))
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    rr = CrossEncoderReranker(str(broken))
+    assert rr.available is False
+    assert rr.reason.startswith(f"Cross-encoder {broken} could not be loaded: ") and "(OSError)" in rr.reason
+    assert rr.reason.endswith("; results keep their order.") and "\n" not in rr.reason
 
 
 def test_settings_choose_the_model() -> None:
@@ -96,3 +135,17 @@ def test_tiny_model_loads_and_scores(tiny_model: Path) -> None:
                if orig.id == c.id)
     assert [c.model_dump() for c in cands] == before
     assert rr.rerank(QUERY, [], 3).candidates == []
+
+
+@pytest.mark.parametrize(("model", "word", "sentence"), [
+    ("/no/such/cross-encoder", "model not found", "could not be loaded: there is no such file or directory"),
+    ("org-that-is-not-cached/ce-model", "offline", "is not available offline: it is not in the local Hugging Face"),
+])
+def test_sidebar_status_is_the_outcome_at_first_read(model: str, word: str, sentence: str) -> None:
+    # the probe thread settles an offline miss in milliseconds: the first read waits for it rather than show
+    # "loading…" until the analyst's next click
+    import app_state
+
+    status = app_state.cross_encoder_status(Settings.from_env(env={"KG_CROSS_ENCODER": model}))
+    assert (status.state, status.word) == ("off", word)
+    assert status.detail.startswith(f"Cross-encoder {model} {sentence}") and "http" not in status.detail

@@ -1,0 +1,30 @@
+"""Communities: GraphRAG's communities with their reports, or those computed at ingest, by level and rank; one opens
+beside its subgraph; `?entity=ID` lists the communities and claims of an entity."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components import communities_view as cv
+from components.text import md_literal
+from retrieval.errors import RetrievalError
+
+cfg = app_state.settings()
+st.markdown("### Communities")
+handle, kg = app_state.page_graph(cfg, "explore")
+st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
+try:
+    index = kg.communities
+    focus = cv.render_entity(kg, index)
+    if not index.communities:
+        st.info("This graph has no communities (it has no relations between its entities).", icon=":material/info:")
+        st.stop()
+    source = "GraphRAG's, with their reports" if index.communities[0].source == "graphrag" else \
+        "computed at ingest (Leiden), described from their own counts"
+    st.caption(f"{len(index.communities)} communities, {source}. Pick one to read it beside its subgraph.")
+    picked = cv.community_list(index, cv.level_picker(index))
+    if picked is not None:
+        cv.render_community(kg, index, picked, focus)
+except RetrievalError as exc:
+    st.error(f"Cannot read the communities: {md_literal(exc)}", icon=":material/error:")

@@ -1,0 +1,20 @@
+"""Query: a read-only Cypher console over the current graph, with its results as a table and as a graph."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import app_state
+from components.query_console import render_console
+from components.text import md_literal
+from retrieval.console import MAX_ROWS, TIMEOUT_MS
+
+cfg = app_state.settings()
+st.markdown("### Query the graph")
+handle, kg = app_state.page_graph(cfg, "query")
+
+st.query_params["graph"] = handle.name
+engine = "Kuzu, opened read-only for each query" if cfg.graph_backend == "kuzu" else "FalkorDB, through GRAPH.RO_QUERY"
+st.caption(f"Cypher on graph **{md_literal(handle.name)}** ({engine}): a write is refused by the engine. Each query "
+           f"stops after {TIMEOUT_MS / 1000:g} s and shows at most {MAX_ROWS:,} rows.")
+render_console(cfg, kg, handle)

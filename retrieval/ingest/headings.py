@@ -1,0 +1,97 @@
+"""Chapters of chunks taken from a document: the Markdown heading in force where a chunk's text starts.
+
+Shared by the readers of formats whose chunks come from documents they also hold (GraphRAG, LightRAG).
+A chunk that opens with headings belongs to the last of them (its text starts below them); a heading later in
+the chunk starts the next chunk's chapter, not this one's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# ATX headings (`#` to `######`), outside fenced code blocks; the closing #s are not part of the title.
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_LOCATE_PREFIX = 200  # characters of a chunk looked for in its document when the whole chunk is not found
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """(offset, title) of each Markdown heading line of `text`, in order."""
+    out: list[tuple[int, str]] = []
+    offset = 0
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if _FENCE.match(bare):
+            fenced = not fenced
+        elif not fenced:
+            m = _HEADING.match(bare)
+            if m:
+                out.append((offset, m.group(2).strip()))
+        offset += len(line)
+    return out
+
+
+def body_start(text: str) -> int:
+    """Offset of the first line of `text` that is neither blank nor a heading (len(text) if none)."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if bare.strip() and not _HEADING.match(bare):
+            return offset
+        offset += len(line)
+    return offset
+
+
+def chapter_at(heads: Sequence[tuple[int, str]], offset: int) -> str:
+    """The title of the last heading at or before `offset` ('' before the first)."""
+    title = ""
+    for at, name in heads:
+        if at > offset:
+            break
+        title = name
+    return title
+
+
+def locate(document: str, chunks: Sequence[str]) -> list[int | None]:
+    """Where each chunk (in document order; windows may overlap) starts in `document`; None if not found."""
+    out: list[int | None] = []
+    cursor = 0
+    for text in chunks:
+        probe = text.strip()[:_LOCATE_PREFIX]
+        at = document.find(probe, cursor) if probe else -1
+        if at < 0 and probe:
+            at = document.find(probe)
+        if at >= 0:
+            # the stripped probe may start after leading blank lines of the chunk
+            at = max(at - (len(text) - len(text.lstrip())), 0)
+            cursor = at + 1
+        out.append(at if at >= 0 else None)
+    return out
+
+
+def chapters(document: str | None, chunks: Sequence[str]) -> list[str]:
+    """The chapter of each chunk of one document, chunks in document order.
+
+    With the document's text, each chunk is located in it; without it (or where a chunk is not found), the
+    chunks themselves, joined in order, stand for the document.
+    """
+    joined = "\n".join(chunks)
+    starts_joined: list[int] = []
+    pos = 0
+    for text in chunks:
+        starts_joined.append(pos)
+        pos += len(text) + 1
+    doc_heads = headings(document) if document else []
+    joined_heads = headings(joined)
+    found = locate(document, chunks) if document else [None] * len(chunks)
+    out = []
+    for i, text in enumerate(chunks):
+        skip = body_start(text)
+        at = found[i]
+        if at is not None:
+            out.append(chapter_at(doc_heads, at + skip))
+        else:
+            out.append(chapter_at(joined_heads, starts_joined[i] + skip))
+    return out
