@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 import app_state
+from components import graph_live
 from components.sidebar import render_sidebar
 from components.text import md_literal
 from retrieval.errors import RetrievalError
@@ -37,9 +38,14 @@ nav = st.navigation(
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 handle = app_state.current_handle(cfg)
 render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page)
+with st.sidebar:
+    graph_live.load_library()  # vis-network, sent once per browser session (components/graph_live.py)
 if handle is not None:
     try:
         app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm
     except RetrievalError as exc:
         st.sidebar.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}")
+notice = app_state.graph_notice(cfg)
+if notice:
+    st.warning(notice, icon=":material/link_off:")
 nav.run()

@@ -46,6 +46,20 @@ def chosen_graph(cfg: Settings) -> str | None:
     return catalog.active_name(cfg.data_dir)
 
 
+def graph_notice(cfg: Settings) -> str:
+    """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
+    from components.text import md_code, md_literal
+
+    wanted = st.query_params.get("graph")
+    names = graph_names(cfg)
+    if wanted is None or wanted in names:
+        return ""
+    name = chosen_graph(cfg)
+    shown = f"graph **{md_literal(name)}** is shown" if name else "no graph is open"
+    have = ", ".join(md_literal(n) for n in names) or "none"
+    return f"{md_code(f'graph={wanted}')} in the link names no graph in this data directory ({have}): {shown}."
+
+
 def current_handle(cfg: Settings) -> catalog.GraphHandle | None:
     """The committed version of the chosen graph, resolved on every run (one small JSON read)."""
     name = chosen_graph(cfg)
@@ -86,8 +100,8 @@ def sample_question(kg: KG) -> str | None:
 def warm_up(kg: KG) -> None:
     """Pay the one-off costs on open, not in the analyst's first search: CSR index, BM25, name matcher,
     collection loads and first inference, by running one relationship query between two of its entities,
-    then reading its chunks and drawing its graph once (the graph template is compiled on first use)."""
-    from components.graph_view import graph_html
+    then reading its chunks and laying out its graph once (igraph's first call is slower)."""
+    from components.graph_data import GraphMarks, Legend, drawing
     from retrieval.retriever import search
 
     _ = kg.bm25
@@ -95,7 +109,7 @@ def warm_up(kg: KG) -> None:
     if question:
         result = search(kg, question, SearchParams.model_validate({}))
         kg.vectors.get(CHUNKS, [c for f in result.facts[:3] for c in f.chunk_ids])
-        graph_html(result.subgraph)
+        drawing(result.subgraph, GraphMarks(), max_nodes=120, legend=Legend())  # layout code warm
 
 
 def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
@@ -119,6 +133,17 @@ def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
         st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
         st.stop()
     raise AssertionError("st.stop() ends the run")
+
+
+def open_kg_or_none(cfg: Settings) -> KG | None:
+    """The chosen graph opened, or None when there is none or it cannot open (the sidebar says why)."""
+    from retrieval.errors import RetrievalError
+
+    handle = current_handle(cfg)
+    try:
+        return open_kg(cfg, handle) if handle is not None else None
+    except RetrievalError:
+        return None
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -163,9 +188,9 @@ def agent_markdown(_result: SearchResult, graph: str, version: str, query: str, 
 @st.cache_data(max_entries=256, show_spinner=False)
 def chunks(_kg: KG, version: str, ids: tuple[str, ...]) -> dict[str, Chunk]:
     """Chunk records (text, book, chapter) by id, read from the DocumentChunks collection."""
-    rows = _kg.vectors.get(CHUNKS, list(ids)) if ids else []
-    fields = set(Chunk.model_fields)
-    return {str(r["id"]): Chunk(**{k: v for k, v in r.items() if k in fields}) for r in rows}
+    from retrieval.explore import read_chunks
+
+    return read_chunks(_kg.vectors, ids)
 
 
 # --- optional capabilities --------------------------------------------------------------------

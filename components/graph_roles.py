@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-import streamlit as st
-
-from components.graph_view import GraphMarks, GraphView, graph_html
+from components.graph_view import GraphMarks, GraphView, Legend, render_view
 from retrieval.models import Subgraph
+from retrieval.runtime import KG
 
 # The graph view's legend words (Search's vocabulary) -> what the same marks mean on the other pages.
 EXPLORE_ROLES = {"★ seed": "★ start", "◆ PPR destination": "◆ expanded",
@@ -19,18 +17,15 @@ TRAVERSAL_ROLES = {"★ seed": "★ traversal start", "● orange: picked fact":
 
 
 def draw(subgraph: Subgraph, marks: GraphMarks, roles: Mapping[str, str], *, max_nodes: int,
-         height: int = 600) -> GraphView:
-    """Draw like `render_graph`, with the legend's role names replaced by `roles`."""
-    if not subgraph.nodes:
-        st.info("Nothing to draw.")
-        return GraphView(html="", shown_nodes=0, total_nodes=0, shown_edges=0, focus_nodes=0, focus_edges=0)
-    view = graph_html(subgraph, marks, max_nodes=max_nodes, height=height)
-    page = view.html
-    for old, new in roles.items():  # a legend item is `<span class="it" ...>WORDS</span>`; data never matches it
-        page = re.sub(f'(<span class="it"[^>]*>){re.escape(old)}</span>', rf"\g<1>{new}</span>", page, count=1)
-    st.iframe(page, height="content")
-    note = f"{view.shown_nodes} entities · {view.shown_edges} relations drawn"
-    if view.truncated:
-        note = f"Drawing {view.shown_nodes} of {view.total_nodes} entities · {view.shown_edges} relations"
-    st.caption(note + " · drag to move, scroll to zoom, hover for descriptions")
-    return view
+         height: int = 600, kg: KG | None = None, key: str = "kg-graph", **instrument: object) -> GraphView:
+    """Draw like `render_graph` (the same live view, details, expansion and context actions with `kg`), with
+    the legend's role names replaced by `roles`."""
+    return draw_view(subgraph, marks, roles, max_nodes=max_nodes, height=height, kg=kg, key=key, **instrument)[0]
+
+
+def draw_view(subgraph: Subgraph, marks: GraphMarks, roles: Mapping[str, str], *, max_nodes: int,
+              height: int = 600, kg: KG | None = None, key: str = "kg-graph",
+              **instrument: object) -> tuple[GraphView, Subgraph]:
+    """`draw`, also returning the current view's subgraph (what an export of the view holds)."""
+    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=Legend().renamed(roles), kg=kg,
+                       key=key, **instrument)  # type: ignore[arg-type]

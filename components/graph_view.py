@@ -1,26 +1,34 @@
-"""Subgraph view: pyvis (vis-network inlined, no CDN) with seeds, destinations, paths and a focus highlighted."""
+"""The graph view's entry points: `render_graph` draws a subgraph in the live component (click, expand, inspect,
+filter; components/graph_instrument.py), and `graph_html` writes the same subgraph as a standalone pyvis page
+(vis-network inlined, no CDN) for downloads and the benchmark's old-view baseline."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-import streamlit as st
 from jinja2 import Environment, FileSystemLoader
 from pyvis.network import Network
 
+from components import graph_instrument
+from components.graph_data import (
+    PALETTE,
+    GraphMarks,
+    GraphView,
+    Legend,
+    pick_nodes,
+    type_colors,
+)
 from components.text import clean, esc, short
 from retrieval.models import Entity, Relation, Subgraph
+from retrieval.runtime import KG
 
-PALETTE = (
-    "#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2",
-    "#eeca3b", "#9d755d", "#ff9da6", "#bab0ac", "#5f9ea0", "#8c6d31",
-)
+__all__ = ["PALETTE", "GraphMarks", "GraphView", "Legend", "graph_html", "pick_nodes", "render_graph", "type_colors"]
+
 FOCUS = "#e8590c"
 PATH_BORDER = "#1d2433"
 EDGE = "#aab2bd"
@@ -73,77 +81,6 @@ _STYLE = """
 """
 
 
-@dataclass(frozen=True)
-class GraphMarks:
-    """Which nodes/edges play a role: seeds, PPR destinations, traced paths, and the picked fact (focus)."""
-
-    seeds: frozenset[str] = frozenset()
-    destinations: frozenset[str] = frozenset()
-    path_nodes: frozenset[str] = frozenset()
-    path_edges: frozenset[str] = frozenset()
-    focus_nodes: frozenset[str] = frozenset()
-    focus_edges: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(cls, **ids: Iterable[str]) -> GraphMarks:
-        return cls(**{k: frozenset(v) for k, v in ids.items()})
-
-
-@dataclass(frozen=True)
-class Legend:
-    """The legend's words for each mark, so other pages can say 'start' or 'picked path' (constant text only)."""
-
-    seed: str = "★ seed"
-    destination: str = "◆ PPR destination"
-    path: str = "◉ dark ring / edge: traced path"
-    focus: str = "● orange: picked fact"
-
-
-@dataclass(frozen=True)
-class GraphView:
-    """The generated HTML and what it shows."""
-
-    html: str
-    shown_nodes: int
-    total_nodes: int
-    shown_edges: int
-    focus_nodes: int
-    focus_edges: int
-    type_colors: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def truncated(self) -> bool:
-        return self.shown_nodes < self.total_nodes
-
-
-def type_colors(nodes: Iterable[Entity]) -> dict[str, str]:
-    """Most frequent type first, so the common types get the most distinct colours."""
-    counts = Counter(clean(n.type) or "entity" for n in nodes)
-    ordered = sorted(counts, key=lambda t: (-counts[t], t))
-    return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(ordered)}
-
-
-def pick_nodes(subgraph: Subgraph, marks: GraphMarks, max_nodes: int) -> list[Entity]:
-    """The node budget: focus, seeds, destinations and path nodes first, then the best-connected rest."""
-    degree: Counter[str] = Counter()
-    for e in subgraph.edges:
-        degree[e.source_id] += 1
-        degree[e.target_id] += 1
-
-    def rank(n: Entity) -> tuple[int, int, str]:
-        tier = (
-            0 if n.id in marks.focus_nodes
-            else 1 if n.id in marks.seeds
-            else 2 if n.id in marks.destinations
-            else 3 if n.id in marks.path_nodes
-            else 4
-        )
-        return (tier, -degree[n.id], n.id)
-
-    unique = {n.id: n for n in subgraph.nodes}
-    return sorted(unique.values(), key=rank)[:max_nodes]
-
-
 def _node_tip(n: Entity) -> str:
     desc = f"<p>{esc(short(n.description, 600))}</p>" if n.description else ""
     return (
@@ -171,19 +108,10 @@ def _legend(colors: dict[str, str], marks: GraphMarks, words: Legend) -> str:
     )
     if len(colors) > 10:
         items += f'<span class="it">+{len(colors) - 10} more</span>'
-    roles = []
-    if marks.seeds:
-        roles.append(f'<span class="it">{esc(words.seed)}</span>')
-    if marks.destinations:
-        roles.append(f'<span class="it">{esc(words.destination)}</span>')
-    if marks.path_nodes:
-        roles.append(f'<span class="it">{esc(words.path)}</span>')
-    if marks.focus_nodes or marks.focus_edges:
-        roles.append(f'<span class="it" style="color:{FOCUS};font-weight:600">{esc(words.focus)}</span>')
-    return (
-        f'<div id="kg-legend"><div><span class="hd">Types</span>{items}</div>'
-        f'<div><span class="hd">Marks</span>{"".join(roles)}</div></div>'
-    )
+    roles = "".join(f'<span class="it" style="color:{FOCUS};font-weight:600">{esc(w)}</span>' if bit == 8
+                    else f'<span class="it">{esc(w)}</span>' for w, bit in words.items(marks))
+    marks_row = f'<div><span class="hd">Marks</span>{roles}</div>' if roles else ""  # no empty row
+    return f'<div id="kg-legend"><div><span class="hd">Types</span>{items}</div>{marks_row}</div>'
 
 
 @cache
@@ -314,15 +242,25 @@ def render_graph(
     max_nodes: int = 120,
     height: int = 560,
     legend: Legend | None = None,
+    kg: KG | None = None,
+    key: str = "kg-graph",
+    scores: Mapping[str, Mapping[str, float]] | None = None,
+    cut_note: str = "",
+    stem: str = "graph",
+    **instrument: object,
 ) -> GraphView:
-    """Draw the subgraph in an iframe, with a 'showing N of M' note when the node budget cuts it."""
+    """Draw the subgraph in the live graph view `key` (one per page), with a status line that says what the
+    node budget (or `cut_note`: the subgraph's own cap) leaves out. With `kg`, a click shows the node's or
+    relation's details from the engine beside the graph, a double-click expands its neighbours, and the
+    context menu hides, pins, sets path ends or searches from the node; `scores` (name -> {entity id: value},
+    e.g. this search's PPR) are shown in the details. More keywords (`hooks`, `scene`, `base_ids`, `anchors`)
+    let a page that owns its expansions drive the view: see `graph_instrument.render`."""
+    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=legend, kg=kg, key=key,
+                       scores=scores, cut_note=cut_note, stem=stem, **instrument)[0]
+
+
+def render_view(subgraph: Subgraph, marks: GraphMarks | None = None, **options: object) -> tuple[GraphView, Subgraph]:
+    """`render_graph`, also returning the current view's subgraph (expanded, without hidden nodes) to export."""
     if not subgraph.nodes:
-        st.info("No subgraph for this result.")
-        return GraphView(html="", shown_nodes=0, total_nodes=0, shown_edges=0, focus_nodes=0, focus_edges=0)
-    view = graph_html(subgraph, marks, max_nodes=max_nodes, height=height, legend=legend)
-    st.iframe(view.html, height="content")
-    note = f"{view.shown_nodes} nodes · {view.shown_edges} relations"
-    if view.truncated:
-        note = f"Showing {view.shown_nodes} of {view.total_nodes} nodes (node budget) · {view.shown_edges} relations"
-    st.caption(note + " · drag to move, scroll to zoom, hover for descriptions")
-    return view
+        return graph_instrument.render_empty("No subgraph for this result."), subgraph
+    return graph_instrument.render(subgraph, marks or GraphMarks(), **options)  # type: ignore[arg-type]

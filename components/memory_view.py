@@ -20,6 +20,7 @@ from retrieval.errors import ValidationError
 from retrieval.export import save_to_memory, stored_subgraph, to_graphml, to_json
 from retrieval.memory import GraphMemory, check_id, list_namespaces, list_tenants, open_memory
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
+from retrieval.runtime import KG
 from retrieval.traverse import MAX_DEPTH, Direction
 
 DEFAULT = "default"
@@ -289,8 +290,9 @@ def render_delete(memory: GraphMemory, g: StoredGraph) -> None:
         st.rerun()
 
 
-def render_stored_graph(memory: GraphMemory, g: StoredGraph) -> None:
-    """The graph on the left; traverse, contents, export and delete on the right."""
+def render_stored_graph(memory: GraphMemory, g: StoredGraph, kg: KG | None = None) -> None:
+    """The graph on the left; traverse, contents, export and delete on the right. With `kg` (the opened graph),
+    a click on a node it holds shows the engine's details and a double-click expands it."""
     title = g.metadata.get("title")
     st.markdown(f"#### {md_literal(title if isinstance(title, str) and title else g.graph_id)}")
     st.caption(graph_caption(g))
@@ -306,7 +308,8 @@ def render_stored_graph(memory: GraphMemory, g: StoredGraph) -> None:
         with delete_tab:
             render_delete(memory, g)
     with left:
-        draw(stored_subgraph(g), traversal_marks(traversal), TRAVERSAL_ROLES, max_nodes=300, height=600)
+        draw(stored_subgraph(g), traversal_marks(traversal), TRAVERSAL_ROLES, max_nodes=300, height=600, kg=kg,
+             key="kg-memory", stem=f"memory-{g.graph_id}")
 
 
 # --- export toolbar (Paths, and Search if it wants it) ----------------------------------------

@@ -15,19 +15,21 @@ import streamlit as st
 from components.annotator import grading_target
 from components.facts import rank_of
 from components.grader import GradeRow, GradeTarget, Tag, render_grader
-from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw
+from components.graph_instrument import ExpandHooks, expansion, view_edges
+from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw_view
 from components.graph_view import GraphMarks
+from components.links import entity_label
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
 from components.sources import group_sources, quote
 from components.text import clean, md_code, md_literal, result_key, short, slug
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
-from retrieval.export import induced_edges, merge_subgraphs, suggest_keywords
+from retrieval.export import merge_subgraphs, suggest_keywords
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
 from retrieval.runtime import KG
-from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, expand, k_shortest_paths, resolve_entity
+from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, k_shortest_paths, resolve_entity
 
 PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
 EXTRA_IDS = "paths-extra-ids"
@@ -55,8 +57,7 @@ class EntityCatalog:
 @st.cache_resource(max_entries=4, show_spinner="Reading entity names…")
 def entity_catalog(_kg: KG, version: str) -> EntityCatalog:
     a = _kg.index.arrays
-    labels = {i: f"{clean(short(n, 80))} ({clean(short(t, 30))})" for i, n, t in zip(a.node_ids, a.node_names,
-                                                                                   a.node_types, strict=True)}
+    labels = {i: entity_label(n, t) for i, n, t in zip(a.node_ids, a.node_names, a.node_types, strict=True)}
     degree = np.diff(_kg.index.und_csr.indptr)
     top = np.argsort(-degree, kind="stable")[:PICKER_LIMIT]
     options = sorted((a.node_ids[i] for i in top.tolist()), key=lambda i: labels[i].lower())
@@ -113,17 +114,6 @@ def traversal(_kg: KG, version: str, start: str, depth: int, direction: str, rel
               budget: int) -> TraversalResult:
     return bfs(_kg.index, start, depth, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
                node_budget=budget, details=_kg.graph)
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def expansion(_kg: KG, version: str, node: str, budget: int, direction: str, rels: tuple[str, ...]) -> TraversalResult:
-    return expand(_kg.index, node, budget, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
-                  details=_kg.graph)
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ...]) -> Subgraph:
-    return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -192,11 +182,21 @@ def _go(hist: History, delta: int) -> None:
     hist.pos = min(max(hist.pos + delta, 0), len(hist.steps))
 
 
+def push(hist: History, node: str) -> None:
+    hist.steps = [*hist.steps[: hist.pos], node]  # a new branch drops the forward history, as a browser does
+    hist.pos = len(hist.steps)
+
+
 def _expand(hist: History, key: str) -> None:
     node = st.session_state.get(key)
     if node:
-        hist.steps = [*hist.steps[: hist.pos], node]  # a new branch drops the forward history, as a browser does
-        hist.pos = len(hist.steps)
+        push(hist, node)
+
+
+def hooks(hist: History) -> ExpandHooks:
+    """The graph's double-click and Back/Forward drive this page's own expansion history."""
+    return ExpandHooks(expand=lambda node: push(hist, node), back=lambda: _go(hist, -1),
+                       forward=lambda: _go(hist, 1), can_back=hist.pos > 0, can_forward=hist.pos < len(hist.steps))
 
 
 def parents(root: str, parts: Sequence[TraversalResult]) -> dict[str, tuple[str, str]]:
@@ -494,12 +494,19 @@ def stem(*parts: str) -> str:
     return slug("-".join(parts), 64, "subgraph")
 
 
-def _toolbar(cfg: Settings, summary: str, subgraph: Subgraph, key: str, **export: Any) -> None:
+def _toolbar(summary: str) -> tuple[Any, Any]:
+    """The summary line, and the slots for Export and its saved notice (filled once the view is drawn)."""
     head, tool = st.columns([6, 1], vertical_alignment="center")
     head.markdown(summary)
+    return tool, st.container()
+
+
+def _export(cfg: Settings, slots: tuple[Any, Any], subgraph: Subgraph, key: str, **export: Any) -> None:
+    tool, notice = slots
     with tool:
         export_popover(cfg, subgraph, key=key, **export)
-    saved_notice(subgraph, key=key)
+    with notice:
+        saved_notice(subgraph, key=key)
 
 
 def render_explore(cfg: Settings, kg: KG, cat: EntityCatalog, params: ExploreParams) -> None:
@@ -507,29 +514,37 @@ def render_explore(cfg: Settings, kg: KG, cat: EntityCatalog, params: ExplorePar
     hist = history_for(params)
     view = explore_view(kg, params, hist)
     start = view.base.subgraph.nodes[0].name  # BFS order: the start comes first
-    _toolbar(cfg, explore_summary(view), view.subgraph, "explore-export", stem=stem("neighbourhood", start),
-             title=f"Neighbourhood of {start}", keywords=suggest_keywords(view.subgraph, [start]), tags=["explore"],
-             metadata={"source": "paths/explore", "graph": kg.name, "version": kg.version, "start": params.start,
-                       "depth": params.depth, "expanded": hist.steps[: hist.pos]})
+    slots = _toolbar(explore_summary(view))
     render_warnings(warnings_of(view.base, *view.steps))
     left, right = st.columns([13, 8], gap="medium")
     with right:
         picked = render_history(hist, cat, view)
         render_view_table(view, hist)
     with left:
-        draw(view.subgraph, explore_marks(params, hist, view, picked), EXPLORE_ROLES,
-             max_nodes=min(max(len(view.subgraph.nodes), 1), 400), height=640)
+        _, shown = draw_view(view.subgraph, explore_marks(params, hist, view, picked), EXPLORE_ROLES,
+                             max_nodes=min(max(len(view.subgraph.nodes), 1), 1000), height=640, kg=kg,
+                             key="kg-paths-explore", hooks=hooks(hist), scene=params.key,
+                             base_ids=frozenset(n.id for n in view.base.subgraph.nodes),
+                             anchors={node: link[0] for node, link in view.links.items()},
+                             stem=stem("neighbourhood", start))
+    _export(cfg, slots, shown, "explore-export", stem=stem("neighbourhood", start),
+            title=f"Neighbourhood of {start}", keywords=suggest_keywords(shown, [start]), tags=["explore"],
+            metadata={"source": "paths/explore", "graph": kg.name, "version": kg.version, "start": params.start,
+                      "depth": params.depth, "expanded": hist.steps[: hist.pos]})
 
 
 def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chunk]) -> None:
     """Summary and export on top; the paths graph left; ranked paths, the picked one's story and sources right."""
     a, b = result.source.name, result.target.name
-    _toolbar(cfg, paths_summary(result), result.subgraph, "why-export", stem=stem("paths", a, b),
-             title=f"Why connected: {a} ↔ {b}", keywords=suggest_keywords(result.subgraph, [a, b]), tags=["paths"],
-             metadata={"source": "paths/why", "graph": kg.name, "version": kg.version, "from": result.source.id,
-                       "to": result.target.id, "query": result.query, "k": result.k, "max_hops": result.max_hops})
+    slots = _toolbar(paths_summary(result))
     render_warnings(result.warnings)
+    export = {"stem": stem("paths", a, b), "title": f"Why connected: {a} ↔ {b}", "tags": ["paths"],
+              "metadata": {"source": "paths/why", "graph": kg.name, "version": kg.version, "from": result.source.id,
+                           "to": result.target.id, "query": result.query, "k": result.k,
+                           "max_hops": result.max_hops}}
     if not result.paths:
+        _export(cfg, slots, result.subgraph, "why-export", keywords=suggest_keywords(result.subgraph, [a, b]),
+                **export)
         return
     left, right = st.columns([11, 9], gap="medium")
     with right:
@@ -547,5 +562,6 @@ def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chun
             render_path_sources(result, chunks)
     with left:
         sub = result.subgraph  # its total counts the searched region; here only the paths are drawn
-        draw(sub.model_copy(update={"total_nodes": len(sub.nodes)}), path_marks(result, picked), PATH_ROLES,
-             max_nodes=300, height=600)
+        _, shown = draw_view(sub.model_copy(update={"total_nodes": len(sub.nodes)}), path_marks(result, picked),
+                             PATH_ROLES, max_nodes=300, height=600, kg=kg, key="kg-paths-why", stem=export["stem"])
+    _export(cfg, slots, shown, "why-export", keywords=suggest_keywords(shown, [a, b]), **export)

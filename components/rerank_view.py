@@ -77,6 +77,15 @@ class WhatIf:
     k: int
 
 
+def take_carried_query() -> None:
+    """The query Search's "Inspect the reranking" link carries as `?inspect=` (Search's own `q` is its bound
+    box, which leaving Search clears from the URL) becomes this page's query."""
+    carried = st.query_params.get("inspect")
+    if carried is not None:
+        del st.query_params["inspect"]
+        st.session_state["q"] = carried[:2000]
+
+
 def inspector_form(questions: Sequence[str]) -> InspectRequest:
     """Query, pool kind and pool size; each is a URL parameter, so Search can link here with `?q=`."""
     cols = st.columns([6, 2.2, 1.1], vertical_alignment="bottom")

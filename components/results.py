@@ -27,14 +27,16 @@ from components.facts import (
     render_facts,
 )
 from components.grader import GradeTarget, render_grader
-from components.graph_view import GraphMarks, render_graph
+from components.graph_view import GraphMarks, render_graph, render_view
 from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
 from components.text import clean, md_code, md_literal, slug
 from components.trace import render_trace, render_warnings, total_ms
 from retrieval.export import suggest_keywords, to_graphml
+from retrieval.graph_index import SCHEMA_EDGES
 from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
+from retrieval.runtime import KG
 
 
 def marks_for(result: SearchResult, fact: VerbalizedFact | None = None) -> GraphMarks:
@@ -102,7 +104,9 @@ def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tu
     types) beside the entity and relation types with their counts."""
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        render_graph(schema, max_nodes=60, height=430)
+        render_graph(schema, max_nodes=60, height=430, key="kg-schema", stem="schema",
+                     cut_note=f"the others are in none of the {SCHEMA_EDGES} most frequent type → relation → type "
+                              "triples: edge cap")
     for rows, what in ((entity_types, "entity type"), (relation_types, "relation type")):
         frame = pd.DataFrame([(clean(t), n) for t, n in rows], columns=[what, "count"])
         top = int(frame["count"].max()) if not frame.empty else 1
@@ -148,33 +152,37 @@ def render_books(result: SearchResult, *, key: str, target: GradeTarget) -> None
 
 def render_result(
     result: SearchResult, chunks: dict[str, Chunk], agent_md: str, *, key: str, node_budget: int = 120,
+    kg: KG | None = None,
     answer_tab: Callable[[], None] | None = None,
 ) -> int | None:
     """Side by side: graph left, tabs right (tabs alone when a tool result has no subgraph).
 
-    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; `answer_tab` draws an Answer tab
-    after Facts. Returns the picked fact index.
+    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; with `kg` the graph answers
+    clicks (details), double-clicks (expansion) and context actions; `answer_tab` draws an Answer tab after
+    Facts. Returns the picked fact index.
     """
     kg_mode = result.mode == "kg"
     has_graph = kg_mode or bool(result.subgraph.nodes)
     head, tool = st.columns([6, 1], vertical_alignment="center")
     head.markdown(summary_line(result))
-    if has_graph:
-        with tool:
-            export_popover(app_state.settings(), result.subgraph, key=f"export-{key}", stem=file_stem(result.query),
-                           title=result.query[:200], keywords=list(suggest_keywords(result.subgraph)),
-                           tags=["search"], metadata={"source": "search", "query": result.query,
-                                                      "version": result.graph_version, "mode": result.mode})
-        saved_notice(result.subgraph, key=f"export-{key}")
+    notice = st.container()
     if not kg_mode:
         render_warnings(result.warnings)  # degradations (a failed channel, text-only fallback) show up front
     picked = picked_row(f"facts-{key}", len(result.facts))
     if has_graph:
         left, right = st.columns([1, 1], gap="medium")
-        # The graph goes out first so the browser parses vis-network while the tabs are still being sent.
         with left:
             fact = result.facts[picked] if picked is not None else None
-            render_graph(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600)
+            _, view = render_view(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600, kg=kg,
+                                  key="kg-search", scores={"PPR in this search": result.entity_ppr},
+                                  stem=file_stem(result.query))
+        with tool:  # exports the view as it is now: expanded, without hidden nodes
+            export_popover(app_state.settings(), view, key=f"export-{key}", stem=file_stem(result.query),
+                           title=result.query[:200], keywords=list(suggest_keywords(view)),
+                           tags=["search"], metadata={"source": "search", "query": result.query,
+                                                      "version": result.graph_version, "mode": result.mode})
+        with notice:
+            saved_notice(view, key=f"export-{key}")
     else:
         right = st.container()
     target = grading_target(result.graph_version)

@@ -79,12 +79,38 @@ def url_number_notice(key: str, what: str, low: float, high: float, default: flo
     return f"{md_code(f'{key}={raw}')} in the link is not {kind} from {low:g} to {high:g}: {what} uses {default:g}."
 
 
-def _url_mode_notice(key: str, consequence: str) -> str:
+def url_choice_notice(key: str, valid: Sequence[str], what: str, consequence: str) -> str:
+    """Why `?key=...` is none of `valid` (a bound widget drops it silently and shows its default), or ''."""
     raw = st.query_params.get(key)
-    if raw is None or raw in MODE_LABELS.values():
+    if raw is None or raw in valid:
         return ""
-    valid = ", ".join(MODE_LABELS.values())
-    return f"{md_code(f'{key}={raw}')} in the link is not a search mode ({valid}): {consequence}."
+    return f"{md_code(f'{key}={raw}')} in the link is not {what} ({', '.join(valid)}): {consequence}."
+
+
+def _url_mode_notice(key: str, consequence: str) -> str:
+    return url_choice_notice(key, list(MODE_LABELS.values()), "a search mode", consequence)
+
+
+def url_query_notice(key: str = "q", limit: int = 2000) -> str:
+    """A query in the link longer than the box holds is cut to `limit` characters, and said so."""
+    raw = st.query_params.get(key)
+    if raw is None or len(raw) <= limit:
+        return ""
+    st.session_state[key] = raw[:limit]  # before the box is drawn: it shows (and searches) the first part
+    return (f"The query in the link has {len(raw):,} characters; a query holds at most {limit:,}: "
+            f"the first {limit:,} are used.")
+
+
+def kg_notices() -> list[str]:
+    """Notices for the KG parameters in the link (read before their widgets are drawn)."""
+    return [
+        url_number_notice("max_results", "max_results", 1, 50, _DEFAULT.max_results, integer=True),
+        url_number_notice("max_seed_nodes", "max_seed_nodes", 1, 50, _DEFAULT.max_seed_nodes, integer=True),
+        url_choice_notice("max_hops", HOPS, "a hop limit", "max_hops uses auto"),
+        url_number_notice("top_k_destinations", "top_k_destinations", 1, 100, _DEFAULT.top_k_destinations,
+                          integer=True),
+        url_number_notice("damping", "damping", 0.05, 0.95, _DEFAULT.damping),
+    ]
 
 
 def search_form(*, placeholder: str = "Ask a multi-hop question about this graph and press Enter") -> SearchRequest:
@@ -92,6 +118,7 @@ def search_form(*, placeholder: str = "Ask a multi-hop question about this graph
 
     Widgets that only some modes use are drawn only then; `persist_state` keeps their value while hidden.
     """
+    notices = [url_query_notice()]
     query = st.text_input(
         "Query",
         key="q",
@@ -101,7 +128,7 @@ def search_form(*, placeholder: str = "Ask a multi-hop question about this graph
         icon=":material/search:",
         max_chars=2000,
     )
-    notices = [_url_mode_notice("search_mode", "the search uses KG"), _url_mode_notice("vs", "no comparison is run")]
+    notices += [_url_mode_notice("search_mode", "the search uses KG"), _url_mode_notice("vs", "no comparison is run")]
     top = st.columns([4.2, 1.5, 0.9, 1.5, 0.9], vertical_alignment="bottom")
     mode = top[0].segmented_control(
         "Mode", list(MODE_LABELS), format_func=MODE_LABELS.__getitem__, default="kg", required=True, key="search_mode",
@@ -128,10 +155,13 @@ def search_form(*, placeholder: str = "Ask a multi-hop question about this graph
         )
     budget = 120
     if compare is None and mode in GRAPH_MODES:
+        notices.append(url_number_notice("nodes", "the graph", 10, 500, 120, integer=True))
         budget = top[4].number_input(
             "Nodes drawn", 10, 500, 120, 10, key="nodes", bind="query-params", persist_state="page",
             help="Node budget of the graph view; the rest is counted, not drawn",
         )
+    if "kg" in in_play:
+        notices += kg_notices()
     params = kg_params() if "kg" in in_play else _DEFAULT
     return SearchRequest(
         query=(query or "").strip(), params=params, node_budget=int(budget), mode=mode, compare=compare,

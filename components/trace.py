@@ -86,8 +86,12 @@ def render_trace(result: SearchResult) -> None:
         st.markdown(_entity_list(result.destination_ids[:12], by_id))
     if result.paths:
         st.markdown(f"**Traced paths** ({len(result.paths)})")
-        for p in result.paths[:10]:
-            st.markdown(f"- {path_text(p)} · PPR {p.ppr_score:.3f} · semantic {p.path_semantic_score:.3f}")
+        lines = [f"- {path_text(p)} · PPR {p.ppr_score:.3f} · semantic {p.path_semantic_score:.3f}"
+                 for p in result.paths]
+        st.markdown("\n".join(lines[:10]))
+        if len(lines) > 10:  # every path the header counts is listed; the rest folded
+            with st.expander(f"{len(lines) - 10} more traced paths"):
+                st.markdown("\n".join(lines[10:]))
     if result.timings:
         stages = [t for t in result.timings if t.stage != "total"]
         st.markdown(f"**Timings** · {total_ms(result):.0f} ms end to end, {len(stages)} stages "

@@ -32,7 +32,7 @@ if scope is not None:
                                       key=result_key(scope.tenant, str(scope.namespace), query, *tags))
         graph = mv.open_graph(memory, picked) if picked is not None else None
         if graph is not None:
-            mv.render_stored_graph(memory, graph)
+            mv.render_stored_graph(memory, graph, app_state.open_kg_or_none(cfg))
 
 with counter_slot.container():
     mv.render_counters(memory)

@@ -6,10 +6,10 @@ import streamlit as st
 
 import app_state
 from components import paths_view as pv
+from components.links import PATH_MODES as MODES
+from components.search_form import url_choice_notice
 from components.text import md_literal
 from retrieval.errors import RetrievalError
-
-MODES = {"explore": "Explore a neighbourhood", "why": "Why are these connected?"}
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -20,6 +20,9 @@ if handle is None:
     st.stop()
 
 st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
+notice = url_choice_notice("mode", list(MODES.values()), "a Paths mode", f"Paths opens on {MODES['explore']}")
+if notice:
+    st.warning(notice, icon=":material/link_off:")
 mode = st.segmented_control("Mode", list(MODES), format_func=MODES.get, default="explore", required=True,
                             key="mode", bind="query-params", label_visibility="collapsed")
 try:

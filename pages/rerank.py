@@ -20,6 +20,7 @@ st.markdown("### Rerank Inspector")
 if handle is None:
     st.info("No graph yet. Build the demo graph on the **Data** page.", icon=":material/info:")
     st.stop()
+view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()

@@ -67,7 +67,7 @@ else:
     if result.no_match:
         render_no_match(result, key=key)
     else:
-        render_result(result, chunks, text, key=key, node_budget=request.node_budget,
+        render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg,
                       answer_tab=lambda: render_answer_tab(kg, result, key=key))
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
-             query_params={"q": request.query, "graph": handle.name})
+             query_params={"inspect": request.query, "graph": handle.name})  # not `q`: Search's own box

@@ -184,7 +184,10 @@ def name_matcher(index: GraphIndex) -> NameMatcher:
 # --- schema ---------------------------------------------------------------------------------------
 
 
-def schema(index: GraphIndex, max_edges: int = 30) -> Subgraph:
+SCHEMA_EDGES = 30  # type triples the schema view keeps, most frequent first
+
+
+def schema(index: GraphIndex, max_edges: int = SCHEMA_EDGES) -> Subgraph:
     """The graph's schema: one node per entity type (description: its entity count) and one edge per
     (source type, relation type, target type) with its relation count, the `max_edges` most frequent."""
     arrays = index.arrays

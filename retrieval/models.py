@@ -257,6 +257,7 @@ class SearchResult(Record):
     mode: str = "kg"  # kg | vector | graph | hybrid | comprehensive | dual | multidoc
     counts: dict[str, int] = Field(default_factory=dict)  # e.g. per-channel totals
     groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # multidoc: book -> fact ids
+    entity_ppr: dict[str, float] = Field(default_factory=dict)  # KG: PPR of each subgraph entity
     # the no-match signal (issue 17; records below): when it fires, `facts` is empty and the nearest
     # candidates are kept as `weak_matches`
     no_match: bool = False
@@ -457,3 +458,51 @@ class QueryResult(Record):
 
 
 SearchResult.model_rebuild()
+
+
+# --- the graph view's details panel and expansion (issue 15) ----------------------------------
+
+
+class RelationLine(Record):
+    """One relation of an entity, seen from it: the relation, the entity at its other end and its direction."""
+
+    relation: Relation
+    other_id: str
+    other_name: str
+    other_type: str = "entity"
+    outgoing: bool = True
+
+
+class EntityDetails(Record):
+    """What the details panel shows for an entity: record, degree, typed relations and source chunks (capped,
+    with the counts before the cap). `in_graph` is False when the entity is not in the opened graph (a stored
+    graph from elsewhere): then degree and relations count within the view."""
+
+    entity: Entity
+    degree: int = 0
+    relations: tuple[RelationLine, ...] = ()
+    relations_total: int = 0
+    relation_types: dict[str, int] = Field(default_factory=dict)  # every relation of the entity, by type
+    sources: tuple[Chunk, ...] = ()
+    sources_total: int = 0
+    in_graph: bool = True
+
+
+class RelationDetails(Record):
+    """What the details panel shows for a relation: the record, both ends and its source chunks."""
+
+    relation: Relation
+    source: Entity
+    target: Entity
+    sources: tuple[Chunk, ...] = ()
+    sources_total: int = 0
+    in_graph: bool = True
+
+
+class NeighbourSummary(Record):
+    """How many of an entity's neighbours a view shows ("N of M") and, by relation type, how many it leaves out."""
+
+    node_id: str
+    shown: int = 0
+    total: int = 0
+    left_by_type: dict[str, int] = Field(default_factory=dict)

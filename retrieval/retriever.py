@@ -98,6 +98,7 @@ class _Local:
     paths: list[SemanticPath]
     entities: dict[str, Entity]
     destinations: list[str]
+    scores: np.ndarray | None = None  # PPR of every entity (index order)
 
 
 def _query_mentions(
@@ -152,7 +153,7 @@ def _local(kg: KG, seeds: Seeds, mem_reset: np.ndarray, hops: int, params: Searc
                                     seeds.named)
         paths, entities = materialise_paths(index, kg.graph, traced, entity_scores,
                                             extra_nodes=[index.arrays.node_ids[i] for i in seeds.ranked])
-    return _Local(paths, entities, [index.arrays.node_ids[d] for d in traced.destinations])
+    return _Local(paths, entities, [index.arrays.node_ids[d] for d in traced.destinations], entity_scores)
 
 
 def _global(kg: KG, rel_hits: list[list[VectorHit]], params: SearchParams, trace: Trace) -> list[GlobalRelation]:
@@ -285,6 +286,9 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
     seed_ids = [index.arrays.node_ids[i] for i in seeds.ranked]
     subgraph = _subgraph(facts, entities, relations, seed_ids)
     in_graph = {n.id for n in subgraph.nodes}
+    ppr_of = local.scores
+    entity_ppr = {} if ppr_of is None else {  # the graph view's details panel shows each entity's own PPR
+        n.id: float(ppr_of[index.id_to_idx[n.id]]) for n in subgraph.nodes if n.id in index.id_to_idx}
     trace.timings.append(StageTiming(stage="total", ms=(time.perf_counter() - start) * 1000))
     return SearchResult(
         query=query,
@@ -299,5 +303,6 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         timings=tuple(trace.timings),
         warnings=tuple(dict.fromkeys(trace.warnings)),
         graph_version=kg.version,
+        entity_ppr=entity_ppr,
         evidence_strength=strength(rel_hits[0], chunk_hits, entity_hits, kg.embedder.name),
     )

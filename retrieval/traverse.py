@@ -7,7 +7,7 @@ normally the graph store; without one, records are built from the index arrays a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal, Protocol
 
 import networkx as nx
@@ -16,7 +16,16 @@ import numpy as np
 from retrieval.embedding import Embedder
 from retrieval.errors import NotFoundError, ValidationError
 from retrieval.graph_index import GraphIndex
-from retrieval.models import Entity, GraphPath, PathResult, Relation, SourceMetadata, Subgraph, TraversalResult
+from retrieval.models import (
+    Entity,
+    GraphPath,
+    NeighbourSummary,
+    PathResult,
+    Relation,
+    SourceMetadata,
+    Subgraph,
+    TraversalResult,
+)
 from retrieval.stores.base import CHUNKS, GraphStore, VectorStore
 
 Direction = Literal["out", "in", "both"]
@@ -340,6 +349,34 @@ def expand(
         node_budget=node_budget,
         details=details,
     )
+
+
+def incident_edges(index: GraphIndex, node_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every relation of one entity, either direction, self-loops left out: (edge ids, other-end node
+    indexes, outgoing?)."""
+    v = _node(index, node_id)
+    at = np.array([v], dtype=np.int64)
+    out_e, _ = _gather(*_adjacency(index, "out"), at)
+    in_e, _ = _gather(*_adjacency(index, "in"), at)
+    eids = np.concatenate([out_e, in_e])
+    others = np.concatenate([index.arrays.dst[out_e], index.arrays.src[in_e]]).astype(np.int64)
+    outgoing = np.concatenate([np.ones(len(out_e), dtype=bool), np.zeros(len(in_e), dtype=bool)])
+    keep = others != v
+    return eids[keep], others[keep], outgoing[keep]
+
+
+def neighbour_summary(index: GraphIndex, node_id: str, shown: Collection[str]) -> NeighbourSummary:
+    """Of an entity's distinct neighbours, how many `shown` holds ("N of M"), and the left-out ones counted per
+    relation type (a neighbour joined by two types counts under both), so a view can offer the rest by type."""
+    eids, others, _ = incident_edges(index, node_id)
+    ids = index.arrays.node_ids
+    inside = np.fromiter((ids[o] in shown for o in others.tolist()), dtype=bool, count=len(others))
+    left: dict[str, set[int]] = {}
+    for e, o in zip(eids[~inside].tolist(), others[~inside].tolist(), strict=True):
+        left.setdefault(index.arrays.relation_types[e], set()).add(o)
+    counts = {t: len(v) for t, v in sorted(left.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
+    return NeighbourSummary(node_id=node_id, shown=len(np.unique(others[inside])), total=len(np.unique(others)),
+                            left_by_type=counts)
 
 
 # --- k shortest simple paths ------------------------------------------------------------------

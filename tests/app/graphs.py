@@ -57,3 +57,21 @@ def build_app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embed
         catalog.set_active(data_dir, "demo")
         _BUILT["dir"] = data_dir
     return _BUILT["dir"]
+
+
+def graph_payloads(at: object) -> list[dict[str, object]]:
+    """The data each live graph view on an AppTest page received (JSON the component's script reads), with the
+    details panel, notice and undo state its `kg_lens_details` companion received merged in."""
+    extras = {}
+    for e in at.get("bidi_component"):  # type: ignore[attr-defined]
+        if e.proto.component_name == "kg_lens_details":
+            data = json.loads(e.proto.json or e.proto.mixed.json)
+            extras[data["key"]] = data
+    graphs = [json.loads(e.proto.bytes) for e in at.get("bidi_component")  # type: ignore[attr-defined]
+              if e.proto.component_name == "kg_lens_graph"]
+    return [{**g, **extras.get(g["key"], {})} for g in graphs]
+
+
+def graph_text(at: object) -> str:
+    """Every string a page's graph views received, as one JSON text (names, types, legend words, details)."""
+    return json.dumps(graph_payloads(at), ensure_ascii=False)

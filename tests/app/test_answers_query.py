@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from retrieval.fewshot import FewShotManager
 from retrieval.verbalize import NOTHING
 from tests.app.grading import grader_data
-from tests.app.graphs import DEMO_QUESTION
+from tests.app.graphs import DEMO_QUESTION, graph_payloads
 from tests.app.test_pages import run_page
 from tests.gemini_stub import StubState, gemini_stub
 
@@ -90,7 +90,7 @@ def test_query_page_runs_examples_refuses_writes_and_keeps_history(app_env: Path
     at.selectbox(key="console-example").select_index(neighbourhood).run()
     assert json.loads(at.text_area(key="console-params").value) == {"name": "loyalty programme"}
     click(at, "Run")
-    assert len(at.dataframe) == 1 and at.get("iframe"), "rows and their graph"
+    assert len(at.dataframe) == 1 and graph_payloads(at), "rows and their graph"
     assert any(m.value.startswith("**14 rows**") for m in at.markdown)
     at.text_area(key="console-query").set_value("MATCH (e:Entity) DETACH DELETE e")
     click(at, "Run")

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from retrieval import catalog
 from retrieval.communities import CommunityIndex, load_extras
 from tests.app.conftest import APP
+from tests.app.graphs import graph_payloads
 
 pytestmark = pytest.mark.integration
 PAGE = "pages/communities.py"
@@ -34,7 +35,7 @@ def test_computed_communities_list_open_and_name_bad_links(app_env: Path) -> Non
     assert set(frame["level"]) == {0} and list(frame["entities"]) == sorted(frame["entities"], reverse=True)
     assert any(c.value.endswith("computed (Leiden), no LLM report") for c in at.caption)
     assert any(m.value.startswith("Computed community \\(Leiden") for m in at.markdown)
-    assert at.get("iframe"), "the community's subgraph is not drawn"
+    assert graph_payloads(at), "the community's subgraph is not drawn"
     member = first.entity_ids[0]
     at = open_page(graph="demo", entity=member, level="7", community="nope")
     warnings = " ".join(w.value for w in at.warning)

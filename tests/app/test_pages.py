@@ -16,7 +16,7 @@ from retrieval import catalog
 from retrieval.cli import search as search_cli
 from tests.app.conftest import APP
 from tests.app.grading import grader_data
-from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, write_hostile_bundle
+from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, graph_payloads, graph_text, write_hostile_bundle
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 120
@@ -53,8 +53,8 @@ def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None
     assert [t.label for t in at.tabs][:5] == ["Facts", "Answer", "Sources", "Agent context", "Trace"]
     facts = grader_data(at, "facts-")["rows"]
     assert 1 <= len(facts) <= 5 and all(r["text"] and r["tags"][0]["text"] in ("local", "global") for r in facts)
-    assert at.get("iframe"), "the subgraph view is missing"
-    assert "<canvas" not in at.get("iframe")[0].proto.srcdoc  # vis draws the canvas in the browser
+    graphs = graph_payloads(at)
+    assert len(graphs) == 1 and graphs[0]["nodes"], "the subgraph view is missing"
     assert at.code and at.code[0].value.strip(), "agent context is empty"
     assert at.query_params["graph"] == "demo"
     assert "facts**" in texts(at)
@@ -67,7 +67,7 @@ def test_search_page_without_query_explains_itself(app_env: Path) -> None:
     assert overview == [["entity type", "count"], ["relation type", "count"]]
     assert len(at.dataframe[0].value) >= 3  # the demo's entity types
     assert len(at.button) >= 3  # demo questions to click
-    schema_view = at.get("iframe")[0].proto.srcdoc  # the schema graph: entity types joined by relation types
+    schema_view = graph_text(at)  # the schema graph: entity types joined by relation types
     assert "INFLUENCES" in schema_view and "relations: concept INFLUENCES concept" in schema_view
 
 
@@ -101,8 +101,8 @@ def test_cli_command_quotes_every_word(text: str, tmp_path: Path) -> None:
 def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:
     at = run_page(q="Who does Eve Evilname know?", graph=HOSTILE_GRAPH)
     assert "**hostile** · version" in "\n".join(m.value for m in at.sidebar.markdown)
-    srcdoc = at.get("iframe")[0].proto.srcdoc if at.get("iframe") else ""
-    assert srcdoc and IMG not in srcdoc
+    names = [n["n"] for g in graph_payloads(at) for n in g["nodes"]]  # type: ignore[union-attr]
+    assert any(IMG in n for n in names)  # the raw name as data: the browser sets it as text, never as HTML
     assert all(IMG not in m.value and "<script" not in m.value for m in at.markdown)
 
 

@@ -17,7 +17,7 @@ from retrieval.modes import MODES, cited_chunks, jaccard, run_mode
 from retrieval.runtime import KG
 from tests.app.conftest import APP
 from tests.app.grading import grader_data, scores, send_grades, tags
-from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT
+from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT, graph_payloads
 
 TIMEOUT = 120
 
@@ -86,7 +86,7 @@ def test_mode_selector_drives_each_mode_and_shows_its_items(app_env: Path) -> No
         assert f"**{MODE_LABELS[mode]} · {len(table)} items**" in markdown(at)
         assert {tags(row)[1] for row in table} <= {"document", "graph"} and all(row["meta"] for row in table)
         assert ("Books" in tabs) == (mode == "multidoc")
-        assert bool(at.get("iframe")) == (mode in ("graph", "comprehensive", "dual")), mode
+        assert bool(graph_payloads(at)) == (mode in ("graph", "comprehensive", "dual")), mode
         if mode in ("vector", "hybrid", "multidoc"):
             assert len(table) <= (24 if mode == "multidoc" else 5)  # multi-doc: 5 books × (3 chunks + 3 relations)
     at.button_group(key="search_mode").set_value("kg").run()  # KG parameters kept while they were hidden
@@ -212,7 +212,7 @@ def test_a_tool_result_shows_its_degradation_up_front_and_takes_the_full_width(
     assert not at.exception, [e.stack_trace for e in at.exception]
     assert "graph search failed" in at.warning[0].value  # above the tabs, before the Trace repeats it
     assert [t.label for t in at.tabs] == ["Facts", "Sources", "Listing", "Trace"]
-    assert not at.get("iframe")  # no subgraph: no empty graph box
+    assert not graph_payloads(at)  # no subgraph: no empty graph box
     table = grader_data(at, "facts-")["rows"]
     assert [tags(row) for row in table] == [["document", "document"]] and table[0]["meta"] == "Book › Ch"
     assert "**comprehensive · 1 items** (1 document, 0 graph)" in markdown(at) and ":orange[1 warning]" in markdown(at)

@@ -33,13 +33,13 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1680, "height": 1050}
 
 
-# every graph iframe on the page has drawn (vis-network's first afterDrawing) and none is stale
-ALL_GRAPHS_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFrame"]')].every(f => {
-    const b = f.contentDocument && f.contentDocument.body; return b && b.dataset.kgDrawn === '1'; })"""
-# a graph iframe drawn after `mark_graphs_stale` (a new search's graph, not the one it replaces)
-FRESH_GRAPH_DRAWN = """() => [...document.querySelectorAll('[data-testid="stIFrame"]')].some(f => {
-    const b = f.contentDocument && f.contentDocument.body;
-    return b && !b.dataset.stale && b.dataset.kgDrawn === '1'; })"""
+GRAPH = ".kgv-root"  # the live graph view's root element (components/assets/graph/graph.js)
+# every live graph on the page has drawn its current data (the view sets data-kg-drawn to the drawn revision)
+ALL_GRAPHS_DRAWN = """() => [...document.querySelectorAll('.kgv-root')].every(
+    r => r.dataset.kgDrawn && r.dataset.kgDrawn === r.dataset.kgRev)"""
+# a graph drawn after `mark_graphs_stale` (a new search's graph, not the one it replaces)
+FRESH_GRAPH_DRAWN = """() => [...document.querySelectorAll('.kgv-root')].some(
+    r => r.dataset.kgDrawn && r.dataset.kgDrawn === r.dataset.kgRev && r.dataset.kgDrawn !== r.dataset.staleRev)"""
 
 
 # Records when the main thread was last busy (a long task, >50 ms); `QUIET` is true after 500 ms without one.
@@ -51,8 +51,27 @@ QUIET = "() => window.__kgBusyUntil === undefined || performance.now() - window.
 
 
 def mark_graphs_stale(page: Any) -> None:
-    page.evaluate("""() => document.querySelectorAll('[data-testid="stIFrame"]').forEach(f => {
-        const b = f.contentDocument && f.contentDocument.body; if (b) b.dataset.stale = '1'; })""")
+    page.evaluate("""() => document.querySelectorAll('.kgv-root').forEach(
+        r => { r.dataset.staleRev = r.dataset.kgDrawn || ''; })""")
+
+
+def wait_graph_drawn(page: Any, timeout_ms: int = 30_000) -> None:
+    """A live graph is on the page and every one has drawn its current data (vis-network's afterDrawing)."""
+    page.locator(GRAPH + " canvas").first.wait_for(state="visible", timeout=timeout_ms)
+    page.wait_for_function(ALL_GRAPHS_DRAWN, timeout=timeout_ms)
+
+
+def node_point(page: Any, node_id: str) -> dict[str, float]:
+    """Where a node is drawn, in page coordinates (from the view's vis-network)."""
+    return page.evaluate("""id => { const r = document.querySelector('.kgv-root'); const n = r.kgNetwork;
+        const p = n.canvasToDOM(n.getPositions([id])[id]);
+        const b = r.querySelector('.kgv-canvas').getBoundingClientRect();
+        return {x: b.left + p.x, y: b.top + p.y}; }""", node_id)
+
+
+def graph_data(page: Any) -> dict[str, str]:
+    """The live graph's data attributes (drawn revision, shown nodes, focus counts...)."""
+    return page.evaluate("() => ({...document.querySelector('.kgv-root').dataset})")
 
 
 def ask(page: Any, url: str, question: str) -> float:

@@ -1,7 +1,8 @@
 """The hostile corpus in Debian chromium: with its graph active, tour Search (with its Answer tab), Paths, Graph
-Memory (after saving a hostile subgraph), Rerank Inspector, Query, Communities and Data, and hover the graph
-canvas's nodes. No dialog opens, no request leaves 127.0.0.1, no payload script runs (window.__pwned stays unset
-in every frame), no payload becomes an element, and payloads show as literal text."""
+Memory (after saving a hostile subgraph), Rerank Inspector, Query, Communities and Data; hover the graph's nodes
+and work the live graph (details panel, expansion, context menu, find, filter) on payload nodes. No dialog opens,
+no request leaves 127.0.0.1, no payload script runs (window.__pwned stays unset in every frame), no payload
+becomes an element, and payloads show as literal text."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from components.text import short
 from retrieval import catalog
 from retrieval.embedding import Embedder
-from tests.browser.test_search_page import FACT_TABLE, click_fact_row, wait_graph_drawn
+from tests.browser.conftest import wait_graph_drawn
+from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir
 from tests.data.hostile.make_bundle import EVIL_HOST, HUB_ID, PWNED, QUERY, Payload, accepted, load_payloads
 
@@ -37,9 +39,10 @@ FRAME_STATE = f"""sel => ({{
     text: document.body ? document.body.innerText : '',
 }})"""
 HOVER_NODES = """() => {
-    const w = document.querySelector('[data-testid="stIFrame"]').contentWindow;
-    const pos = w.network.getPositions();
-    return Object.keys(pos).slice(0, 8).map(id => w.network.canvasToDOM(pos[id]));
+    const r = document.querySelector('.kgv-root'); const net = r.kgNetwork;
+    const b = r.querySelector('.kgv-canvas').getBoundingClientRect(); const pos = net.getPositions();
+    return Object.keys(pos).slice(0, 8).map(id => { const p = net.canvasToDOM(pos[id]);
+        return {id, x: b.left + p.x, y: b.top + p.y}; });
 }"""
 
 
@@ -96,13 +99,40 @@ class Tour:
                 if not u.startswith(IN_PAGE_SCHEMES) and urlsplit(u).hostname not in LOCAL_HOSTS]
 
     def hover_graph(self) -> int:
-        """Move the mouse over the canvas's nodes, so their tooltips (built from the escaped names) render."""
-        frame_box = self.page.locator('[data-testid="stIFrame"]').first.bounding_box()
+        """Move the mouse over the canvas's nodes, so their tooltips (built as text from the names) render."""
         points = self.page.evaluate(HOVER_NODES)
         for pt in points:
-            self.page.mouse.move(frame_box["x"] + pt["x"], frame_box["y"] + pt["y"])
-            time.sleep(0.35)  # vis-network shows the tooltip after a hover delay
+            self.page.mouse.move(pt["x"], pt["y"])
+            time.sleep(0.15)
+            self.text.append(self.page.locator(".kgv-tip").inner_text())
         return len(points)
+
+    def work_graph(self, where: str) -> None:
+        """Use the live graph on payload nodes: click one (details panel with sources), double-click it (its
+        neighbours), open its context menu, find one by name and toggle a type filter; check after each."""
+        points = self.page.evaluate(HOVER_NODES)
+        assert points, "no node drawn"
+        pt = points[0]
+        root = self.page.locator(".kgv-root")
+        self.page.mouse.click(pt["x"], pt["y"])
+        self.page.locator(".kgv-panel:not([hidden])").wait_for(timeout=30_000)
+        self.page.wait_for_function("() => { const r = document.querySelector('.kgv-root');"
+                                    " return r.dataset.kgDrawn === r.dataset.kgRev; }")
+        self.check(f"{where}/details")
+        pt = self.page.evaluate(HOVER_NODES)[0]
+        self.page.mouse.dblclick(pt["x"], pt["y"])
+        time.sleep(1.0)
+        pt = self.page.evaluate(HOVER_NODES)[0]
+        self.page.mouse.click(pt["x"], pt["y"], button="right")
+        self.page.locator(".kgv-menu:not([hidden])").wait_for(timeout=10_000)
+        self.check(f"{where}/menu")
+        self.page.keyboard.press("Escape")
+        root.locator(".kgv-find").fill(self.page.evaluate("() => document.querySelector('.kgv-root option').value"))
+        root.locator(".kgv-find").press("Enter")
+        root.get_by_role("button", name="Filter").click()
+        root.locator(".kgv-filter input[type=checkbox]").first.uncheck()
+        self.check(f"{where}/find+filter")
+        root.get_by_role("button", name="Filter").click()
 
 
 def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_graph: str) -> None:
@@ -120,6 +150,7 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     wait_graph_drawn(page)
     hovered = tour.hover_graph()
     tour.check("search")
+    tour.work_graph("search")
     click_fact_row(page, 0)
     page.locator(".st-key-picked-fact").wait_for(state="visible", timeout=30_000)
     wait_graph_drawn(page)
@@ -138,6 +169,7 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     wait_graph_drawn(page, timeout_ms=90_000)
     tour.hover_graph()
     tour.check("paths")
+    tour.work_graph("paths")
     tenant = f"hostile{int(time.time())}"
     page.get_by_role("button", name="Export").click()
     pop = page.get_by_test_id("stPopoverBody")

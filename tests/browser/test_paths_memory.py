@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_search_page import FACTS, click_fact_row, egress, focus_counts, wait_graph_drawn
+from tests.browser.conftest import wait_graph_drawn
+from tests.browser.test_search_page import FACTS, click_fact_row, egress, focus_counts
 
 pytestmark = pytest.mark.browser
 
@@ -25,14 +26,12 @@ def pick_entity(page: Any, label: str, key: str, text: str) -> None:
 
 
 def wait_focus(page: Any, field: str, at_least: int) -> None:
-    """The redrawn graph highlights at least `at_least` nodes/edges (`#kg-meta` data-focus-nodes/-edges)."""
+    """The redrawn graph highlights at least `at_least` nodes/edges (the view's data-kg-focus-nodes/-edges)."""
+    key = "kgFocusNodes" if field == "focusNodes" else "kgFocusEdges"
     page.wait_for_function(
-        """([field, n]) => {
-            const f = document.querySelector('[data-testid="stIFrame"]');
-            const m = f && f.contentDocument && f.contentDocument.querySelector('#kg-meta');
-            return m && Number(m.dataset[field]) >= n && f.contentDocument.body.dataset.kgDrawn === '1';
-        }""",
-        arg=[field, at_least],
+        """([key, n]) => { const r = document.querySelector('.kgv-root');
+                           return r && Number(r.dataset[key]) >= n && r.dataset.kgDrawn === r.dataset.kgRev; }""",
+        arg=[key, at_least],
         timeout=30_000,
     )
 
@@ -67,7 +66,6 @@ def test_why_connected_shows_ranked_paths_beside_the_graph_and_highlights_a_pick
     text = picked.inner_text()
     assert "Path #2" in text and "highlighted in the graph" in text
     assert "The Price Is a Promise" in text, "the picked path's source (book › chapter) is missing"
-    time.sleep(1.5)  # let the physics settle for the screenshot
     page.screenshot(path=str(artifacts / "paths_why_connected.png"))
     page.get_by_role("tab", name="Sources").click()
     page.get_by_test_id("stExpander").filter(has_text="· path #").first.wait_for(state="visible")
@@ -108,6 +106,5 @@ def test_save_paths_to_memory_then_open_and_traverse_them_on_graph_memory(
         }""",
         timeout=30_000,
     )
-    time.sleep(1.5)
     page.screenshot(path=str(artifacts / "graph_memory.png"))
     assert page.dialogs == [] and egress(page.requests, app_url) == []

@@ -25,8 +25,7 @@ from retrieval.config import Settings
 from retrieval.embedding import load_embedder
 from retrieval.ingest.build import BUILD_SCHEMA, build_graph
 from retrieval.ingest.bundle import load_bundle
-from tests.browser.conftest import VIEWPORT, streamlit_app
-from tests.browser.test_search_page import wait_graph_drawn
+from tests.browser.conftest import VIEWPORT, graph_data, streamlit_app, wait_graph_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -89,11 +88,8 @@ def test_search_on_a_large_graph_draws_at_most_the_node_budget(
         caption = page.get_by_text(SHOWING).first
         caption.wait_for(timeout=30_000)
         shown, total = (int(x) for x in SHOWING.search(caption.inner_text()).groups())  # type: ignore[union-attr]
-        drawn = int(page.frame_locator('[data-testid="stIFrame"]').first.locator("#kg-meta")
-                    .get_attribute("data-shown") or -1)
-        canvas_nodes = page.evaluate(
-            """() => document.querySelector('[data-testid="stIFrame"]').contentWindow.nodes.get().length"""
-        )
+        drawn = int(graph_data(page).get("kgShown") or -1)
+        canvas_nodes = page.evaluate("() => document.querySelector('.kgv-root').kgNetwork.body.data.nodes.length")
         page.screenshot(path=str(artifacts / f"scale_browser_{shape.label}.png"))
     finally:
         context.close()

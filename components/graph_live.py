@@ -1,0 +1,68 @@
+"""The live graph view's two Streamlit bidirectional components (st.components.v2; their JS runs in the app's page).
+
+- `kg_lens_vis` carries vis-network (470 kB), read from the copy pyvis installs (no CDN, nothing downloaded). The
+  app shell mounts it once per run with the same key, so its message is identical on every run and page:
+  Streamlit sends it in full once per browser session and a hash reference after that, and the browser
+  evaluates it once (the module URL is cached by content).
+- `kg_lens_graph` (components/assets/graph/graph.js) draws one graph and sends events back. Its message carries
+  only its own code (~30 kB) and the graph data, as JSON bytes: a rerun that changes nothing re-sends nothing
+  new, and new data updates the drawn network in place (positions stay).
+- `kg_lens_details` (details.js) carries the details panel, notice and undo state to the view of the same key,
+  so a click does not re-send the graph.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyvis
+import streamlit as st
+
+ASSETS = Path(__file__).parent / "assets" / "graph"
+VIS_JS = Path(pyvis.__file__).parent / "templates" / "lib" / "vis-9.1.2" / "vis-network.min.js"
+VIS_KEY = "kg-vis"
+
+
+@cache
+def _vis_component() -> Callable[..., Any]:
+    code = re.sub(r"//# sourceMappingURL=\S+\s*$", "", VIS_JS.read_text(encoding="utf-8"))
+    # The UMD build assigns globalThis.vis when no module loader is present (a module's `this` is undefined).
+    js = code + '\nwindow.dispatchEvent(new Event("kg-vis-ready"));\nexport default function () {}\n'
+    return st.components.v2.component("kg_lens_vis", js=js, css=f".st-key-{VIS_KEY} {{ display: none; }}",
+                                      isolate_styles=False)
+
+
+@cache
+def _graph_component() -> Callable[..., Any]:
+    return st.components.v2.component(
+        "kg_lens_graph",
+        js=(ASSETS / "graph.js").read_text(encoding="utf-8"),
+        css=(ASSETS / "graph.css").read_text(encoding="utf-8"),
+        isolate_styles=False,  # light DOM: vis-network's canvas events and the page's own checks see it
+    )
+
+
+@cache
+def _details_component() -> Callable[..., Any]:
+    return st.components.v2.component(
+        "kg_lens_details", js=(ASSETS / "details.js").read_text(encoding="utf-8"), isolate_styles=False,
+    )  # its element is hidden by graph.css
+
+
+def load_library() -> None:
+    """Mount vis-network for this page run (the app shell calls it once per run, in the sidebar)."""
+    _vis_component()(key=VIS_KEY)
+
+
+def mount(key: str, graph: bytes, extra: dict[str, Any], on_event: Callable[[], None]) -> None:
+    """Draw (or update in place) the graph component `key` with `graph` (the JSON `graph_instrument` builds),
+    and hand the view its details panel, notice and undo state through the small `kg_lens_details` component:
+    a click changes only those, so the graph's message is the same as before (Streamlit sends a reference) and
+    the browser redraws nothing. The browser's events (select, expand, hide, pin, path start/end, search,
+    undo/redo) call `on_event` before the next run, which reads `st.session_state[key]["event"]`."""
+    _graph_component()(key=key, data=graph, on_event_change=on_event)
+    _details_component()(key=f"{key}--kgdetails", data={**extra, "key": key})
