@@ -152,4 +152,4 @@ def render_community(kg: KG, index: CommunityIndex, c: Community, focus: str | N
     with right:
         sub = community_subgraph(kg, c)
         render_graph(sub, GraphMarks.of(focus_nodes=[focus] if focus else []), max_nodes=MAX_DRAWN, height=560,
-                     legend=LEGEND)
+                     legend=LEGEND, kg=kg, key="kg-communities", stem=f"community-{c.id}")

@@ -11,12 +11,14 @@ from components.facts import fact_row
 from components.grader import Tag, render_grader
 from components.search_form import MODE_LABELS
 from components.text import md_literal
-from components.trace import render_warnings, total_ms
+from components.trace import render_warnings, strength_text, total_ms
 from retrieval.models import SearchResult
 from retrieval.modes import cited_chunks, jaccard
+from retrieval.verbalize import NOTHING
 
 SHARED_TAG = Tag("shared", "green")
 UNIQUE_TAG = Tag("only here", "orange")
+WEAK_TAG = Tag("weak match", "plain")
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,13 @@ def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
         with col:
             st.markdown(side_header(result, unique))
             render_warnings(result.warnings)
-            rows = [fact_row(i, f, result.query, channels=True, tags=(UNIQUE_TAG if f.id in unique else SHARED_TAG,))
-                    for i, f in enumerate(result.facts, 1) if not only or f.id in unique]
+            if result.no_match:  # this mode found no evidence: say so, and list its weak matches as such
+                st.info(NOTHING, icon=":material/search_off:")
+                st.caption(strength_text(result.evidence_strength))
+            rows = [fact_row(i, f, result.query, channels=True, tags=(WEAK_TAG,) if result.no_match else
+                             (UNIQUE_TAG if f.id in unique else SHARED_TAG,))
+                    for i, f in enumerate(result.facts or result.weak_matches, 1)
+                    if not only or result.no_match or f.id in unique]
             with st.container(key=f"compare-{side}"):
                 render_grader(rows, key=f"compare-list-{side}", target=target,
                               empty="Every item here is shared." if only and result.facts else "No results.")

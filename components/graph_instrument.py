@@ -48,7 +48,7 @@ class ViewState:
     hidden: list[str] = field(default_factory=list)
     pinned: dict[str, tuple[int, int]] = field(default_factory=dict)
     path_start: str | None = None
-    nav: tuple[str, str, str] | None = None  # ("paths", a, b) | ("search", id, "") waiting for the next run
+    nav: tuple[str, str, str] | None = None  # ("paths", a, b) | ("search" | "communities", id, "") for the next run
     last_seq: float = 0.0  # the browser numbers its events increasingly: one already applied is not applied again
 
     @property
@@ -78,7 +78,7 @@ def state_for(key: str, scene: str) -> ViewState:
 
 def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks | None = None) -> None:
     """Change the view's state by one browser event (select, expand, undo, redo, hide, unhide, pin, unpin,
-    path_start, path_end, search); unknown events and malformed ids change nothing."""
+    path_start, path_end, search, communities); unknown events and malformed ids change nothing."""
     kind, node, seq = event.get("type"), event.get("id"), event.get("seq")
     if isinstance(seq, int | float):
         if seq <= state.last_seq:
@@ -121,8 +121,8 @@ def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks |
             state.nav = ("paths", state.path_start, node)
         else:
             state.path_start = node  # an end without a start: take it as the start, ask for the other end
-    elif kind == "search" and ok:
-        state.nav = ("search", node, "")
+    elif kind in ("search", "communities") and ok:
+        state.nav = (kind, node, "")
 
 
 def _on_event(key: str, scene: str, hooks: ExpandHooks | None) -> None:
@@ -260,6 +260,8 @@ def _navigate(kg: KG, state: ViewState) -> None:
     if what == "paths":
         state.path_start = None
         st.switch_page("pages/paths.py", query_params=paths_params(kg.name, label(a), label(b)))
+    if what == "communities":
+        st.switch_page("pages/communities.py", query_params={"graph": kg.name, "entity": a})
     i = kg.index.id_to_idx.get(a)
     if i is not None:
         st.switch_page("pages/search.py", query_params=search_params(kg.name, names[i]))
@@ -342,7 +344,8 @@ def render(
     if state.path_start:
         start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
     head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"),
-            "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None}}
+            "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None,
+                         "communities": kg is not None}}
     graph = json.dumps(head, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
     extra = {
         "details": details(kg, built.view, state.selected, scores or {}) if state.selected else None,

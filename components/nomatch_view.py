@@ -7,18 +7,9 @@ import streamlit as st
 from components.annotator import grading_target
 from components.facts import fact_row
 from components.grader import render_grader
-from components.trace import render_warnings
-from retrieval.models import EvidenceStrength, SearchResult
+from components.trace import render_warnings, strength_text
+from retrieval.models import SearchResult
 from retrieval.verbalize import NOTHING
-
-
-def strength_text(strength: EvidenceStrength | None) -> str:
-    """`Evidence strength 0.31 (best relation 0.37, chunk 0.54, entity 0.02) against the threshold 0.50.`"""
-    if strength is None:
-        return ""
-    parts = ", ".join(f"{name} {value:.2f}" for name, value in strength.signals.items())
-    text = f"Evidence strength {strength.score:.2f} (best {parts}) against the threshold {strength.threshold:.2f}"
-    return text + ("." if strength.applied else " — not applied: calibrated for another embedding model.")
 
 
 def render_no_match(result: SearchResult, *, key: str) -> None:

@@ -114,7 +114,7 @@ def result_frame(result: QueryResult) -> pd.DataFrame:
     return frame
 
 
-def render_result(result: QueryResult) -> None:
+def render_result(result: QueryResult, kg: KG) -> None:
     st.markdown(f"**{result.showing}** · {result.elapsed_ms:.0f} ms · read-only {md_literal(result.backend)} · "
                 f"time limit {result.timeout_ms / 1000:g} s · at most {result.max_rows:,} rows shown")
     graph = result.subgraph
@@ -123,7 +123,7 @@ def render_result(result: QueryResult) -> None:
         with left:
             st.dataframe(result_frame(result), hide_index=True, height=min(560, 40 + 35 * len(result.rows)))
         with right:
-            render_graph(graph, GraphMarks(), max_nodes=150, height=520)
+            render_graph(graph, GraphMarks(), max_nodes=150, height=520, kg=kg, key="kg-query", stem="query")
     else:
         st.dataframe(result_frame(result), hide_index=True)
         st.caption("No nodes or relationships in these columns: return `a, r, b` or a path `p` to see them drawn.")
@@ -178,5 +178,5 @@ def render_console(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
     if last is not None and "error" in last:
         st.error(md_literal(last["error"]), icon=ICONS.get(last["status"], ":material/error:"))
     elif last is not None:
-        render_result(last["result"])
+        render_result(last["result"], kg)
     render_history()

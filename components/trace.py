@@ -7,13 +7,22 @@ from collections.abc import Sequence
 import streamlit as st
 
 from components.text import esc, md_code, md_literal, short
-from retrieval.models import Entity, SearchResult, SemanticPath, StageTiming
+from retrieval.models import Entity, EvidenceStrength, SearchResult, SemanticPath, StageTiming
 
 
 def total_ms(result: SearchResult) -> float:
     """The search's own total when it timed one (stage `total`), else the sum of its stages."""
     total = next((t.ms for t in result.timings if t.stage == "total"), None)
     return total if total is not None else sum(t.ms for t in result.timings)
+
+
+def strength_text(strength: EvidenceStrength | None) -> str:
+    """`Evidence strength 0.31 (best relation 0.37, chunk 0.54, entity 0.02) against the threshold 0.50.`"""
+    if strength is None:
+        return ""
+    parts = ", ".join(f"{name} {value:.2f}" for name, value in strength.signals.items())
+    text = f"Evidence strength {strength.score:.2f} (best {parts}) against the threshold {strength.threshold:.2f}"
+    return text + ("." if strength.applied else " — not applied: calibrated for another embedding model.")
 
 
 def render_warnings(warnings: Sequence[str]) -> None:
@@ -63,6 +72,8 @@ def _entity_list(ids: Sequence[str], by_id: dict[str, Entity]) -> str:
 def render_trace(result: SearchResult) -> None:
     """Everything the retriever did for this result, top to bottom."""
     render_warnings(result.warnings)
+    if result.evidence_strength is not None:
+        st.caption(strength_text(result.evidence_strength))
     d = result.decomposition
     if d is not None:
         kind = "relationship query" if d.is_relationship_query else "simple query"

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.fewshot import FewShotManager
 from retrieval.verbalize import NOTHING
-from tests.app.grading import grader_data
+from tests.app.grading import grader_data, tags
 from tests.app.graphs import DEMO_QUESTION, graph_payloads
 from tests.app.test_pages import run_page
 from tests.gemini_stub import StubState, gemini_stub
@@ -81,6 +81,14 @@ def test_search_page_says_no_match_and_lists_weak_matches(app_env: Path) -> None
     assert grader_data(at, "weak-")["rows"], "the weak matches are listed, gradable"
 
 
+def test_compare_says_no_match_on_each_side_and_marks_weak_matches(app_env: Path) -> None:
+    at = run_page(q="florp glimbus traxon vell?", vs="vector")
+    assert [i.value for i in at.info].count(NOTHING) == 2, "each compared mode says it found no evidence"
+    assert sum(c.value.startswith("Evidence strength 0.") for c in at.caption) == 2
+    rows = grader_data(at, "compare-list-a")["rows"] + grader_data(at, "compare-list-b")["rows"]
+    assert rows and all("weak match" in tags(r) for r in rows), rows[:1]
+
+
 def test_query_page_runs_examples_refuses_writes_and_keeps_history(app_env: Path) -> None:
     at = run_page("pages/query.py")
     assert any("needs Gemini: GEMINI_API_KEY is not set" in c.value for c in at.caption)
@@ -91,6 +99,7 @@ def test_query_page_runs_examples_refuses_writes_and_keeps_history(app_env: Path
     assert json.loads(at.text_area(key="console-params").value) == {"name": "loyalty programme"}
     click(at, "Run")
     assert len(at.dataframe) == 1 and graph_payloads(at), "rows and their graph"
+    assert graph_payloads(at)[0]["key"] == "kg-query" and graph_payloads(at)[0]["features"]["expand"]
     assert any(m.value.startswith("**14 rows**") for m in at.markdown)
     at.text_area(key="console-query").set_value("MATCH (e:Entity) DETACH DELETE e")
     click(at, "Run")

@@ -35,7 +35,9 @@ def test_computed_communities_list_open_and_name_bad_links(app_env: Path) -> Non
     assert set(frame["level"]) == {0} and list(frame["entities"]) == sorted(frame["entities"], reverse=True)
     assert any(c.value.endswith("computed (Leiden), no LLM report") for c in at.caption)
     assert any(m.value.startswith("Computed community \\(Leiden") for m in at.markdown)
-    assert graph_payloads(at), "the community's subgraph is not drawn"
+    drawn = graph_payloads(at)
+    assert drawn and drawn[0]["key"] == "kg-communities", "the community's subgraph is not drawn"
+    assert drawn[0]["features"]["expand"], "the community graph is live: click for details, double-click to expand"
     member = first.entity_ids[0]
     at = open_page(graph="demo", entity=member, level="7", community="nope")
     warnings = " ".join(w.value for w in at.warning)

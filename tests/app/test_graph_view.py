@@ -4,6 +4,7 @@ and legend, the Rerank link, bad link values named)."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,13 @@ def test_path_start_and_end_open_paths_with_both_set_and_search_from_here_opens_
     at = event(at, "kg-paths-why", type="search", id="conversion-rate", seq=3)
     assert at.text_input(key="q").value == "conversion rate"
     assert payload(at)["key"] == "kg-search"
+
+    assert payload(at)["features"]["communities"]
+    at = event(at, "kg-search", type="communities", id="conversion-rate", seq=4)
+    assert at.query_params["entity"] == "conversion-rate"
+    text = "\n".join(m.value for m in at.markdown)
+    assert re.search(r"\*\*conversion rate\*\* \(metric\) is in [1-9]\d* communit", text), text
+    assert not graph_payloads(at)  # nothing is drawn until a community is picked
 
 
 def test_trace_lists_every_traced_path_it_counts() -> None:

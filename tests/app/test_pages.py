@@ -58,6 +58,9 @@ def test_search_page_runs_a_url_query_and_fills_every_tab(app_env: Path) -> None
     assert at.code and at.code[0].value.strip(), "agent context is empty"
     assert at.query_params["graph"] == "demo"
     assert "facts**" in texts(at)
+    trace = at.tabs[4]  # the Trace says how strong the evidence was, as the no-match notice does
+    assert any(c.value.startswith("Evidence strength 0.") and "against the threshold 0.50." in c.value
+               for c in trace.caption)
 
 
 def test_search_page_without_query_explains_itself(app_env: Path) -> None:

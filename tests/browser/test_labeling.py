@@ -63,7 +63,7 @@ def test_labeling_workflow_grades_fifty_items_with_keys_at_typing_speed(
     open_app(page, app_url, "/labels")
     page.get_by_role("textbox", name="Annotator").fill("kim")
     page.get_by_role("textbox", name="Annotator").press("Enter")
-    page.get_by_text("Import a query set for labeling").first.wait_for(timeout=60_000)
+    page.get_by_text("Import a query set for labeling").first.wait_for(state="attached", timeout=60_000)
     if page.get_by_role("tab", name="Query sets and pools").count():  # another set exists already
         page.get_by_role("tab", name="Query sets and pools").click()
     page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".jsonl"]').set_input_files(str(queries))

@@ -3,7 +3,6 @@ Gemini through the real google-genai client against the local stand-in server.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from retrieval.nomatch import THRESHOLD
 from retrieval.retriever import embedding_cache, search
 from retrieval.runtime import KG, open_kg
 from retrieval.verbalize import NOTHING
+from tests.aio import run_async
 from tests.app.graphs import write_hostile_bundle
 from tests.gemini_stub import StubState, gemini_stub
 
@@ -152,13 +152,13 @@ def test_nonsense_gets_no_match_everywhere(demo_kg: KG) -> None:
 
 def test_agent_tools_say_no_match_and_answer(demo_data_dir: Path) -> None:
     settings = Settings.from_env(env={}, data_dir=demo_data_dir)
-    md = asyncio.run(search_knowledge_graph(GIBBERISH, settings=settings))
+    md = run_async(search_knowledge_graph(GIBBERISH, settings=settings))
     assert md.startswith(NOTHING) and "Weak matches" in md
-    md = asyncio.run(answer_with_knowledge_graph(QUESTION, settings=settings))
+    md = run_async(answer_with_knowledge_graph(QUESTION, settings=settings))
     assert md.startswith("## Extractive answer") and "### Citations" in md
     assert re.search(r"\n\[\d+\] \((fact|chunk)\) ", md)
     with pytest.raises(ValidationError):
-        asyncio.run(answer_with_knowledge_graph("  ", settings=settings))
+        run_async(answer_with_knowledge_graph("  ", settings=settings))
 
 
 def test_cli_answer_json_and_text(demo_data_dir: Path) -> None:

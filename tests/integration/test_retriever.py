@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,6 +13,7 @@ from retrieval.models import SearchParams, SearchResult
 from retrieval.retriever import search
 from retrieval.runtime import KG
 from retrieval.verbalize import HEADER, NOTHING, to_markdown
+from tests.aio import run_async
 from tests.gemini_stub import gemini_stub
 
 pytestmark = pytest.mark.integration
@@ -152,12 +151,6 @@ def test_gemini_server_down(demo_kg: KG) -> None:
     assert any(w.startswith("Gemini decomposition failed") for w in res.warnings)
     assert any(w.startswith("LLM rerank failed") for w in res.warnings)
     assert len(res.facts) == 3 and res.paths
-
-
-def run_async(coro):  # type: ignore[no-untyped-def]
-    """Run a coroutine on a fresh loop in a worker thread (Playwright's sync API may own this thread's loop)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def test_agent_tool_returns_markdown(demo_kg: KG) -> None:

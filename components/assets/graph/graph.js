@@ -400,6 +400,7 @@ class GraphViewInstance {
       item("Use as path end", () => this.send({ type: "path_end", id }));
     }
     if (f.search) item("Search from here", () => this.send({ type: "search", id }));
+    if (f.communities) item("Its communities", () => this.send({ type: "communities", id }));
     this.menu.dataset.node = node ? String(node.id) : "";
     this.tip.hidden = true;
     this.menu.hidden = false;
@@ -627,6 +628,7 @@ class GraphViewInstance {
         acts.append(button("Path end", "Use as the end of a why-connected path", () => this.send({ type: "path_end", id: d.id })));
       }
       if (f.search) acts.append(button("Search from here", "Search with this entity as the question", () => this.send({ type: "search", id: d.id })));
+      if (f.communities) acts.append(button("Communities", "Open the Communities page on this entity: its communities and claims", () => this.send({ type: "communities", id: d.id })));
       panel.append(acts);
     }
     panel.append(el("div", "kgv-sec", "Relations (" + d.relations.length + " of " + d.relations_total + ")"));
