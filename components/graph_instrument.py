@@ -260,8 +260,13 @@ def _navigate(kg: KG, state: ViewState) -> None:
     if what == "paths":
         state.path_start = None
         st.switch_page("pages/paths.py", query_params=paths_params(kg.name, label(a), label(b)))
-    if what == "communities":
-        st.switch_page("pages/communities.py", query_params={"graph": kg.name, "entity": a})
+    if what == "communities":  # the entity's smallest community opens with it in focus; the rest are listed
+        try:
+            mine = sorted(kg.communities.of_entity(a), key=lambda c: (c.size, c.level, c.id))
+        except RetrievalError:
+            mine = []  # the Communities page says what is wrong with the sidecar
+        opened = {"community": mine[0].id} if mine else {}
+        st.switch_page("pages/communities.py", query_params={"graph": kg.name, "entity": a, **opened})
     i = kg.index.id_to_idx.get(a)
     if i is not None:
         st.switch_page("pages/search.py", query_params=search_params(kg.name, names[i]))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.graph_data import SEED, GraphMarks, Legend, drawing
+from components.graph_data import PICKED, SEED, GraphMarks, Legend, drawing
 from components.graph_instrument import ViewState, apply_event
 from components.graph_view import graph_html
 from components.links import PATH_MODES
@@ -105,7 +105,9 @@ def test_path_start_and_end_open_paths_with_both_set_and_search_from_here_opens_
     assert at.query_params["entity"] == "conversion-rate"
     text = "\n".join(m.value for m in at.markdown)
     assert re.search(r"\*\*conversion rate\*\* \(metric\) is in [1-9]\d* communit", text), text
-    assert not graph_payloads(at)  # nothing is drawn until a community is picked
+    opened = payload(at)  # its smallest community opens beside the report, the entity picked in it
+    assert opened["key"] == "kg-communities" and at.query_params["community"]
+    assert next(n["r"] for n in opened["nodes"] if n["i"] == "conversion-rate") & PICKED
 
 
 def test_trace_lists_every_traced_path_it_counts() -> None:
