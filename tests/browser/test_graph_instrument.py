@@ -99,4 +99,17 @@ def test_click_expand_find_filter_full_screen_and_png_on_the_search_graph(
     page.get_by_text("retrievals: ").first.wait_for(timeout=90_000)
     assert page.get_by_role("textbox", name="Query").input_value() == DEMO_QUESTION
     assert "graph=demo" in page.url
+
+    page.goto(f"{app_url}/?{urllib.parse.urlencode({'q': DEMO_QUESTION})}")  # from a node to its communities
+    wait_graph_drawn(page, timeout_ms=90_000)
+    pt = node_point(page, NODE)
+    page.mouse.click(pt["x"], pt["y"])
+    panel = page.locator(".kgv-root .kgv-panel:not([hidden])")
+    panel.get_by_role("button", name="Communities").click()
+    page.wait_for_url(lambda url: "/communities?" in url and f"entity={NODE}" in url and "community=" in url,
+                      timeout=60_000)
+    page.get_by_text("brand awareness").first.wait_for(timeout=60_000)
+    wait_graph_drawn(page, timeout_ms=60_000)
+    held = "id => !!document.querySelector('.kgv-root').kgNetwork.body.data.nodes.get(id)"
+    assert page.evaluate(held, NODE), "the community's subgraph holds the entity"
     assert page.dialogs == [] and egress(page.requests, app_url) == []
