@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,10 @@ def write_hostile_bundle(folder: Path) -> Path:
     return folder
 
 
-def build_app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
-    """A data dir with graphs `demo` (active) and `hostile`; built once per test process."""
+def build_app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, *, pristine: bool = False,
+                       ) -> Path:
+    """A data dir with graphs `demo` (active) and `hostile`; built once per test process. The AppTest tier writes
+    to it (labels, query sets, imports); `pristine` gives the copy taken right after the build, before any test."""
     if "dir" not in _BUILT:
         root = tmp_path_factory.mktemp("app-data")
         data_dir = root / "kg"
@@ -55,8 +58,9 @@ def build_app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embed
         hostile = write_hostile_bundle(root / "hostile-bundle")
         ingest(cfg, hostile, fmt="bundle", name=HOSTILE_GRAPH, embedder=embedder, progress=False)
         catalog.set_active(data_dir, "demo")
-        _BUILT["dir"] = data_dir
-    return _BUILT["dir"]
+        shutil.copytree(data_dir, root / "pristine" / "kg", symlinks=True)  # catalog symlinks are relative
+        _BUILT["dir"], _BUILT["pristine"] = data_dir, root / "pristine" / "kg"
+    return _BUILT["pristine" if pristine else "dir"]
 
 
 def graph_payloads(at: object) -> list[dict[str, object]]:

@@ -114,8 +114,9 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: 
 
 @pytest.fixture(scope="session")
 def app_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
-    """The server's own copy: AppTest in this process may hold the Milvus Lite / Kuzu locks on the source."""
-    src = build_app_data_dir(tmp_path_factory, embedder)
+    """The server's own copy of the data dir as built, before the AppTest tier wrote labels or imports to it (and
+    AppTest in this process may hold the Milvus Lite / Kuzu locks on the one it uses)."""
+    src = build_app_data_dir(tmp_path_factory, embedder, pristine=True)
     dst = tmp_path_factory.mktemp("browser-data") / "kg"
     shutil.copytree(src, dst, symlinks=True)  # catalog symlinks are relative, so the copy is self-contained
     return dst
