@@ -98,7 +98,8 @@ def run_systems(
     for n, query in enumerate(queries, start=1):
         for mode in modes:
             try:
-                result = run_mode(kg, mode, query, limit=depth, settings=kg.settings)
+                # the no-match gate off, as passage ranking has it: a pool judges what each mode ranks, however weak
+                result = run_mode(kg, mode, query, limit=depth, settings=kg.settings, no_match=False)
             except RetrievalError as exc:
                 raise RetrievalError(f"mode {mode} failed on query {query[:80]!r}: {exc}") from exc
             out.runs[mode][query] = _top(result.facts, depth)

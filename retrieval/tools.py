@@ -207,4 +207,5 @@ def comprehensive_search(
         subgraph=graph.subgraph if graph else SearchResult(query=p.query).subgraph,
         seed_ids=graph.seed_ids if graph else (), destination_ids=graph.destination_ids if graph else (),
         graph_version=kg.version,
+        evidence_strength=graph.evidence_strength if graph else None,  # the graph channel measured it already
     )

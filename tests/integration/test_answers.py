@@ -23,6 +23,7 @@ from retrieval.ingest.build import ingest
 from retrieval.models import Answer, Enhancements, SearchResult
 from retrieval.modes import run_mode
 from retrieval.nomatch import THRESHOLD
+from retrieval.pooling import run_systems
 from retrieval.retriever import embedding_cache, search
 from retrieval.runtime import KG, open_kg
 from retrieval.verbalize import NOTHING
@@ -148,6 +149,14 @@ def test_nonsense_gets_no_match_everywhere(demo_kg: KG) -> None:
     answer = answer_question(demo_kg, GIBBERISH)
     assert answer.kind == "no_match" and answer.answer == NOTHING and answer.weak_matches and not answer.citations
     assert not run_mode(demo_kg, "kg", QUESTION).no_match
+    both = run_mode(demo_kg, "comprehensive", GIBBERISH)  # the graph channel's measured strength is kept
+    assert both.no_match and both.evidence_strength == search(demo_kg, GIBBERISH).evidence_strength
+
+
+def test_a_labeling_pool_takes_every_mode_s_items_even_for_a_weak_query(demo_kg: KG) -> None:
+    runs = run_systems(demo_kg, [GIBBERISH], 5, ["kg", "vector", "hybrid"], {})
+    assert all(len(runs.runs[m][GIBBERISH]) == 5 for m in ("kg", "vector", "hybrid")), \
+        {m: len(r[GIBBERISH]) for m, r in runs.runs.items()}  # judged as ranked, not silenced by the no-match gate
 
 
 def test_agent_tools_say_no_match_and_answer(demo_data_dir: Path) -> None:
