@@ -80,6 +80,15 @@ def render_claims(claims: list[Claim], names: dict[str, str]) -> None:
         st.markdown("- " + md_literal(claim_text(claim, names)))
 
 
+def render_unattached(index: CommunityIndex) -> None:
+    """Claims whose subject is no entity of the graph (the ingest warning says they are listed here)."""
+    loose = index.unattached_claims
+    if loose:
+        with st.expander(f"Claims without an entity ({len(loose)})", icon=":material/help:"):
+            st.caption("Their subject names no entity of this graph; they are kept as the import gave them.")
+            render_claims(loose, {})
+
+
 def render_entity(kg: KG, index: CommunityIndex) -> str | None:
     """`?entity=ID`: that entity's communities (links that open them) and its claims; returns the id shown."""
     eid = st.query_params.get("entity")

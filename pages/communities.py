@@ -26,5 +26,6 @@ try:
     picked = cv.community_list(index, cv.level_picker(index))
     if picked is not None:
         cv.render_community(kg, index, picked, focus)
+    cv.render_unattached(index)
 except RetrievalError as exc:
     st.error(f"Cannot read the communities: {md_literal(exc)}", icon=":material/error:")

@@ -43,7 +43,7 @@ def communities(
     rows = index.ranked(level)
     if as_json:
         echo_json({"graph": handle.name, "version": handle.version, "level": level, "count": len(rows),
-                   "communities": rows})
+                   "communities": rows, "unattached_claims": index.unattached_claims})
         return
     levels = ", ".join(map(str, index.levels)) or "none"
     typer.echo(f"graph {handle.name}  version {handle.version}: {len(index.communities)} communities, levels {levels}")
@@ -52,6 +52,11 @@ def communities(
         for c in rows:
             if c.level == lvl:
                 typer.echo(_line(c))
+    loose = index.unattached_claims
+    if loose:
+        typer.echo(f"claims without an entity ({len(loose)}: their subject is no entity of the graph)")
+        for claim in loose:
+            typer.echo(f"  claim: {claim_text(claim)}")
 
 
 def _entity_view(settings: Any, handle: catalog.GraphHandle, index: CommunityIndex, key: str, as_json: bool) -> None:

@@ -328,8 +328,7 @@ def _members_from_nodes(nodes: _Table, found: dict[str, dict[str, Any]], b: _Bui
         per_level[(eid, level)] = cid
         row = found.setdefault(cid, {"level": level, "parent": None, "children": [], "entity_ids": [],
                                      "relation_ids": [], "chunk_ids": []})
-        if eid not in row["entity_ids"]:
-            row["entity_ids"].append(eid)
+        row["entity_ids"].append(eid)  # repeats are dropped when the Community is made (dict.fromkeys)
     for cid, row in found.items():
         if row["parent"] is None and row["level"] > 0 and row["entity_ids"]:
             parent = per_level.get((row["entity_ids"][0], row["level"] - 1))
@@ -357,7 +356,7 @@ def _claims(table: _Table, b: _Build) -> tuple[Claim, ...]:
         ))
     if unattached:
         b.warnings.append(f"{table.file}: {unattached} claims name a subject that is not an entity; kept as text "
-                          "(listed as claims without an entity)")
+                          "(listed as claims without an entity by `communities` and on the Communities page)")
     return tuple(out)
 
 

@@ -48,9 +48,11 @@ def test_graphrag_must_show(dulce_data_dir: Path) -> None:
     assert stats["chapter_names"] == {"dulce.txt": ["Chapter 1", "Chapter 2", "Chapter 3"]}
     listed = json.loads(run("communities", "--json", *dd))
     assert listed["count"] == 10 and [c["level"] for c in listed["communities"]] == [0] * 7 + [1] * 3
+    assert len(listed["unattached_claims"]) == 7 and all(c["subject_id"] is None for c in listed["unattached_claims"])
     top = [c["rank"] for c in listed["communities"] if c["level"] == 0]
     assert top == sorted(top, reverse=True)  # by level, then rank
     assert json.loads(run("communities", "--level", "1", "--json", *dd))["count"] == 3
+    assert "claims without an entity (7:" in run("communities", *dd)
     text = run("communities", "--entity", "ALEX MERCER", *dd)
     assert "ALEX MERCER (PERSON" in text and "claim: ALEX MERCER [MENTORSHIP, TRUE] SAM RIVERA" in text
     bad = CliRunner().invoke(cli(), ["communities", "--level", "4", *dd])
