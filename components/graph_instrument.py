@@ -337,7 +337,7 @@ def render(
         _navigate(kg, state)
     legend = legend or Legend()
     sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
-                 [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, state.pinned,
+                 [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, sorted(state.pinned),
                  sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.version if kg else "")
     memo = st.session_state.get(f"{key}::built")
     if not (isinstance(memo, tuple) and memo[0] == sig):
@@ -353,7 +353,7 @@ def render(
                          "communities": kg is not None}}
     graph = json.dumps(head, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
     extra = {
-        "details": details(kg, built.view, state.selected, scores or {}) if state.selected else None,
+        "details": _details_once(key, sig, kg, built.view, state.selected, scores or {}) if state.selected else None,
         "notice": f"Path start: {short(start_name, 60)} — right-click another node: Use as path end"
         if start_name else "; ".join(built.warnings),
         "can_undo": hooks.can_back if hooks else state.pos > 0,
@@ -367,6 +367,21 @@ def render(
     current = view.model_copy(update={"nodes": tuple(n for n in view.nodes if n.id not in hidden), "edges": tuple(
         e for e in view.edges if e.source_id not in hidden and e.target_id not in hidden)})
     return built.shown, current
+
+
+def _details_once(key: str, sig: str, kg: KG | None, view: Subgraph, selected: tuple[str, str],
+                  scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    """`details`, kept while the view and the selection stay the same: a rerun for anything else (a grade, a
+    widget) does not query the stores again. A stale-selection error is not kept, so the next run retries."""
+    item = selected[1]
+    memo_key = (sig, selected, tuple((name, vals.get(item)) for name, vals in sorted(scores.items())))
+    memo = st.session_state.get(f"{key}::details")
+    if isinstance(memo, tuple) and memo[0] == memo_key:
+        return memo[1]  # type: ignore[no-any-return]
+    panel = details(kg, view, selected, scores)
+    if "error" not in panel:
+        st.session_state[f"{key}::details"] = (memo_key, panel)
+    return panel
 
 
 def render_empty(message: str) -> GraphView:

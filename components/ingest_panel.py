@@ -20,7 +20,7 @@ from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import IngestReport, build_graph, default_name, load_data
+from retrieval.ingest.build import build_graph, default_name, load_data
 from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.models import GraphStats
 
@@ -84,7 +84,7 @@ def run_ingest(
     *,
     mapping: dict[str, str] | None = None,
     shown_as: tuple[Path, str] | None = None,
-) -> IngestReport | None:
+) -> None:
     """Parse, embed and build graph `name` with stage-by-stage progress, then rerun the page so the new graph is
     listed at once; errors are shown (archive member paths, never the temporary folder), not raised.
 
@@ -99,14 +99,13 @@ def run_ingest(
     except RetrievalError as exc:
         board.finish(False)
         show_ingest_error(exc, shown_as)
-        return None
+        return
     st.session_state[DONE_KEY] = {
         "name": result.name, "version": result.version, "unchanged": result.unchanged,
         "summary": relabel(result.summary(), shown_as), "warnings": [relabel(w, shown_as) for w in result.warnings],
         "stages": board.finish(True),
     }
     st.rerun()
-    return result
 
 
 def render_done() -> None:
@@ -203,17 +202,19 @@ def import_source() -> ImportSource:
 
 def run_import(
     cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str]
-) -> IngestReport | None:
+) -> None:
     """Extract an upload safely into a temp dir (removed afterwards), or read the server folder, then ingest."""
     if source.upload is None:
-        return run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping) if source.folder else None
+        if source.folder:
+            run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping)
+        return
     with tempfile.TemporaryDirectory(prefix="kg-upload-") as tmp:
         try:
             folder = safe_extract_zip(source.upload, Path(tmp))
         except RetrievalError as exc:
             st.error(f"**Upload rejected:** {md_literal(exc)}", icon=":material/error:")
-            return None
-        return run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping,
+            return
+        run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping,
                           shown_as=(Path(tmp), source.upload.name))
 
 

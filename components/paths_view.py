@@ -29,7 +29,7 @@ from retrieval.export import merge_subgraphs, suggest_keywords
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
 from retrieval.runtime import KG
-from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, k_shortest_paths, resolve_entity
+from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, degrees, k_shortest_paths, resolve_entity
 
 PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
 EXTRA_IDS = "paths-extra-ids"
@@ -58,7 +58,7 @@ class EntityCatalog:
 def entity_catalog(_kg: KG, version: str) -> EntityCatalog:
     a = _kg.index.arrays
     labels = {i: entity_label(n, t) for i, n, t in zip(a.node_ids, a.node_names, a.node_types, strict=True)}
-    degree = np.diff(_kg.index.und_csr.indptr)
+    degree = degrees(_kg.index)
     top = np.argsort(-degree, kind="stable")[:PICKER_LIMIT]
     options = sorted((a.node_ids[i] for i in top.tolist()), key=lambda i: labels[i].lower())
     by_label: dict[str, str] = {}

@@ -214,7 +214,8 @@ def _rerank(kg: KG, settings: Settings, query: str, facts: list[VerbalizedFact],
         facts = out.candidates
     if enh.cross_encoder:
         with trace.stage("cross-encoder"):
-            scorer = cross_encoder or CrossEncoderReranker.from_settings(settings)
+            scorer = cross_encoder or kg.index.cached("answer_cross_encoder",  # loaded once per graph version
+                                                      lambda: CrossEncoderReranker.from_settings(settings))
             out = scorer.rerank(query, facts, len(facts))
         trace.warnings.extend(out.warnings)
         moved = _moved(facts, out.candidates)

@@ -162,10 +162,6 @@ def timeout_message(timeout_ms: int) -> str:
     return f"the query was stopped at the console's time limit of {timeout_ms / 1000:g} s"
 
 
-def _module(settings: Settings) -> Any:
-    return graph_backend_module(settings)
-
-
 def run_query(settings: Settings, handle: GraphHandle, query: str, params: Mapping[str, Any] | None = None, *,
               timeout_ms: int = TIMEOUT_MS, max_rows: int = MAX_ROWS) -> QueryResult:
     """Run `query` read-only on the graph version `handle`, with the time limit and the row cap."""
@@ -173,7 +169,7 @@ def run_query(settings: Settings, handle: GraphHandle, query: str, params: Mappi
         raise ValidationError(f"max rows must be 1-100,000, got {max_rows}")
     if not 100 <= timeout_ms <= 600_000:
         raise ValidationError(f"the time limit must be 100-600,000 ms, got {timeout_ms}")
-    result: QueryResult = _module(settings).read_only_query(
+    result: QueryResult = graph_backend_module(settings).read_only_query(
         settings, handle.location, check_query(query), check_params(params or {}), timeout_ms, max_rows)
     return result
 
@@ -181,7 +177,7 @@ def run_query(settings: Settings, handle: GraphHandle, query: str, params: Mappi
 def explain(settings: Settings, handle: GraphHandle, query: str, params: Mapping[str, Any] | None = None) -> str:
     """The engine's plan of `query` (Kuzu EXPLAIN, FalkorDB GRAPH.EXPLAIN): a dry run that refuses what
     `run_query` would refuse, without running it."""
-    plan: str = _module(settings).explain_query(settings, handle.location, check_query(query),
+    plan: str = graph_backend_module(settings).explain_query(settings, handle.location, check_query(query),
                                                 check_params(params or {}))
     return plan
 

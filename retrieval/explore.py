@@ -16,7 +16,7 @@ from retrieval.errors import NotFoundError
 from retrieval.graph_index import GraphIndex, get_entities, relation_nodes
 from retrieval.models import Chunk, Entity, EntityDetails, RelationDetails, RelationLine, Subgraph
 from retrieval.stores.base import CHUNKS, GraphStore, VectorStore
-from retrieval.traverse import incident_edges
+from retrieval.traverse import degrees, incident_edges
 
 MAX_RELATIONS = 40
 MAX_SOURCES = 8
@@ -56,7 +56,7 @@ def entity_details(
         raise NotFoundError(f"no entity with id {entity_id!r} in the graph store")
     entity = found[0]
     a = index.arrays
-    degree = np.diff(index.und_csr.indptr)
+    degree = degrees(index)
     order = np.lexsort((eids, -degree[others]))[:max_relations] if len(eids) else np.zeros(0, dtype=np.int64)
     records = {r.id: r for r in graph.get_relations([a.relation_ids[e] for e in eids[order].tolist()])}
     lines = []

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Literal, get_args
 
-ItemKind = Literal["chunk", "entity", "rel", "path", "other"]
-ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 CHUNK_PREFIX = "chunk:"
 ENTITY_PREFIX = "entity:"
 
@@ -44,8 +41,3 @@ def path_item_id(node_ids: Iterable[str], edge_ids: Iterable[str]) -> str:
     """The id of a path walked through `node_ids` over `edge_ids` (a KG local fact or a Paths-page path)."""
     return digest_id("path", [*node_ids, *edge_ids])
 
-
-def item_kind(item_id: str) -> ItemKind:
-    """Which kind of item an id names ('other' for ids from elsewhere, e.g. imported qrels)."""
-    prefix = item_id.split(":", 1)[0] if ":" in item_id else ""
-    return prefix if prefix in ("chunk", "entity", "rel", "path") else "other"  # type: ignore[return-value]

@@ -97,7 +97,8 @@ def _adjacency(index: GraphIndex, side: Literal["out", "in"]) -> tuple[np.ndarra
     return cached  # type: ignore[return-value]
 
 
-def _degrees(index: GraphIndex) -> np.ndarray:
+def degrees(index: GraphIndex) -> np.ndarray:
+    """Each node's undirected degree (relations at it), computed once per index."""
     cached = index.extras.get("traverse.degree")
     if cached is None:
         cached = np.diff(index.und_csr.indptr)
@@ -154,7 +155,7 @@ def _bfs_arrays(
     depth[start] = 0
     order = [np.array([start], dtype=np.int64)]
     frontier = order[0]
-    degree = _degrees(index)
+    degree = degrees(index)
     sides = ("out", "in") if direction == "both" else (direction,)
     for level in range(1, max_depth + 1):
         edge_parts, from_parts, to_parts = [], [], []

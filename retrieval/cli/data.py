@@ -52,7 +52,7 @@ def _ingest(
     with cli_errors():
         try:
             # the stage bars show every reader and build stage (embedding too): the build's own bars stay off
-            report = ingest(settings, path, fmt=fmt, name=name, progress=progress and bars is None,
+            report = ingest(settings, path, fmt=fmt, name=name, progress=False,
                             options=IngestOptions(settings=settings, progress=bars, mapping=mapping or {}))
         finally:
             if bars is not None:

@@ -10,15 +10,15 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from retrieval.ingest import ProgressFn
 from retrieval.models import Entity, Relation
 
-ProgressFn = Callable[[str, int, int], None]
 ENTITY_PREFIX = "e:"
 MAX_ENTITY_ID_BYTES = 512
 

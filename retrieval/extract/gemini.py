@@ -20,7 +20,8 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.errors import StoreError
-from retrieval.extract.base import ChunkGraph, ChunkInput, ExtractionRun, ProgressFn
+from retrieval.extract.base import ChunkGraph, ChunkInput, ExtractionRun
+from retrieval.ingest import ProgressFn
 from retrieval.llm import LLMAnswerError, LLMError, gemini_client, gemini_json
 
 PROMPT_VERSION = 1  # bump when SYSTEM or the prompt layout changes: cached answers of another version are not used

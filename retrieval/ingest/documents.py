@@ -122,12 +122,14 @@ def book_chunks(book: Book, rel: str, tokenizer: Any, size: int, overlap: int) -
     out: list[Chunk] = []
     is_pdf = bool(book.page_starts)
     for section in book.sections:
+        at = 0  # a PDF chunk's offset in its section (windows come in order), for its page number
         for piece in windows(section.text, tokenizer, size, overlap):
-            at = section.start + section.text.find(piece)
+            if is_pdf:
+                at = section.text.find(piece, at)
             out.append(Chunk(
                 id=chunk_id(rel, len(out)),
                 text=piece,
-                source=f"{rel}#page={book.page_of(at)}" if is_pdf else rel,
+                source=f"{rel}#page={book.page_of(section.start + at)}" if is_pdf else rel,
                 original_document=book.title,
                 chapter=section.chapter,
                 author=book.author,

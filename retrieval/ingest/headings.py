@@ -8,6 +8,7 @@ the chunk starts the next chunk's chapter, not this one's.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 
 # ATX headings (`#` to `######`), outside fenced code blocks; the closing #s are not part of the title.
@@ -46,12 +47,8 @@ def body_start(text: str) -> int:
 
 def chapter_at(heads: Sequence[tuple[int, str]], offset: int) -> str:
     """The title of the last heading at or before `offset` ('' before the first)."""
-    title = ""
-    for at, name in heads:
-        if at > offset:
-            break
-        title = name
-    return title
+    i = bisect_right(heads, offset, key=lambda h: h[0])
+    return heads[i - 1][1] if i else ""
 
 
 def locate(document: str, chunks: Sequence[str]) -> list[int | None]:
@@ -77,15 +74,16 @@ def chapters(document: str | None, chunks: Sequence[str]) -> list[str]:
     With the document's text, each chunk is located in it; without it (or where a chunk is not found), the
     chunks themselves, joined in order, stand for the document.
     """
-    joined = "\n".join(chunks)
-    starts_joined: list[int] = []
-    pos = 0
-    for text in chunks:
-        starts_joined.append(pos)
-        pos += len(text) + 1
     doc_heads = headings(document) if document else []
-    joined_heads = headings(joined)
     found = locate(document, chunks) if document else [None] * len(chunks)
+    joined_heads: list[tuple[int, str]] = []
+    starts_joined: list[int] = []
+    if None in found:  # only then do the chunks, joined in order, stand for the document
+        joined_heads = headings("\n".join(chunks))
+        pos = 0
+        for text in chunks:
+            starts_joined.append(pos)
+            pos += len(text) + 1
     out = []
     for i, text in enumerate(chunks):
         skip = body_start(text)

@@ -63,9 +63,11 @@ def _json(path: Path, required: bool) -> tuple[dict[str, Any], dict[str, int]]:
     if not isinstance(doc, dict):
         raise IngestError(file, 0, "(root)", "expected an object of id -> record")
     lines: dict[str, int] = {}
+    line, last = 1, 0
     for m in _TOP_KEY.finditer(text):
+        line, last = line + text.count("\n", last, m.start()), m.start()  # counted once: linear in the file
         try:
-            lines.setdefault(json.loads(f'"{m.group(1)}"'), text.count("\n", 0, m.start()) + 1)
+            lines.setdefault(json.loads(f'"{m.group(1)}"'), line)
         except ValueError:
             continue
     return doc, lines
