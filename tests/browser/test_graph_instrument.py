@@ -57,6 +57,9 @@ def test_click_expand_find_filter_full_screen_and_png_on_the_search_graph(
     page.mouse.dblclick(pt["x"], pt["y"])
     wait_rev_drawn(page, rev)
     expand_ms = (time.perf_counter() - start) * 1000
+    page.wait_for_function(  # the panel's data comes by its own companion component, maybe a frame later
+        "before => document.querySelector('.kgv-root .kgv-panel:not([hidden]) .kgv-count').textContent !== before",
+        arg=count, timeout=30_000)
     grown = int(graph_data(page)["kgShown"])
     n, m = (int(x) for x in panel.locator(".kgv-count").inner_text().split(" neighbours")[0].split(" of "))
     assert grown > shown and n == m > 0, (shown, grown, n, m)
