@@ -16,6 +16,17 @@ DEMO_BUNDLE = ROOT / "data" / "demo"
 MUSIQUE = ROOT.parent / "shared" / "data" / "hipporag_musique_train"
 DULCE = ROOT.parent / "shared" / "data" / "graphrag_operation_dulce"
 
+# FalkorDB's engine can hang on a write (deadlocks of this class are open upstream: FalkorDB/FalkorDB#2129).
+# CI saw one once, on a freshly restarted server; about 200 local reruns of that test never showed it again.
+# A test whose FalkorDB query times out (the StoreError then says whether the server still answers PING)
+# runs once more on fresh fixtures; any other failure, or a second timeout, fails it. `-raR` lists each rerun.
+FALKORDB_HANG = r"StoreError: FalkorDB at \S+ did not answer within"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # the pattern is FalkorDB's own timeout message: only a FalkorDB test can match it
+        item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[FALKORDB_HANG]))
+
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:

@@ -36,6 +36,7 @@ BATCH = 2_000  # rows per UNWIND: large enough to amortise a round trip, small e
 EXPORT_BATCH = 10_000  # smallest internal-id range per export query
 EXPORT_WORKERS = 4  # parallel export connections
 CONNECT_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 2.0  # the PING that tells a slow query from a hung server after a timeout
 SOCKET_TIMEOUT_S = 120.0  # bulk upserts and exports of 1M edges are single long queries
 MAX_CONNECTIONS = 16
 READ_TIMEOUT_MS = 60_000  # the server aborts a read query after this (a runaway scan must not stall it)
@@ -391,7 +392,9 @@ class FalkorGraphStore:
                     ) from exc
             except redis.TimeoutError as exc:
                 raise StoreError(
-                    f"FalkorDB at {self._where} did not answer within {SOCKET_TIMEOUT_S:.0f} s: {exc}"
+                    f"FalkorDB at {self._where} did not answer within "
+                    f"{self._pool.connection_kwargs.get('socket_timeout', SOCKET_TIMEOUT_S):g} s ({exc}); "
+                    f"{self._liveness()}"
                 ) from exc
             except redis.ResponseError as exc:
                 if "empty key" in str(exc):
@@ -405,6 +408,20 @@ class FalkorGraphStore:
             except UnicodeEncodeError as exc:
                 raise ValidationError(f"FalkorDB cannot store text that is not valid Unicode: {exc}") from exc
         raise AssertionError("unreachable")
+
+    def _liveness(self) -> str:
+        """After a timeout: whether the server still answers PING on a new connection (a slow query) or not."""
+        probe = redis.Redis(connection_pool=redis.ConnectionPool(
+            connection_class=self._pool.connection_class,
+            **{**self._pool.connection_kwargs, "socket_timeout": PROBE_TIMEOUT_S},
+        ))
+        try:
+            probe.ping()
+            return "the server still answers PING, so this query is slow or stuck in the engine"
+        except redis.RedisError:
+            return f"the server does not answer PING within {PROBE_TIMEOUT_S:.0f} s either: it is hung or overloaded"
+        finally:
+            probe.connection_pool.disconnect()
 
     def _query(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False) -> list[list[Any]]:
         """Typed rows (compact protocol): exact strings, arrays and numbers."""
@@ -488,6 +505,7 @@ class FalkorGraphStore:
             self._query(_CREATE_RELATIONS, {"rows": rows}, write=True)
         if fresh:
             with self._lock:
+                self._indexed = False  # a graph the server lost (restarted) lost its indexes with it
                 self._ensure_indexes()
 
     def _internal_ids(self, ids: Sequence[str]) -> dict[str, int]:

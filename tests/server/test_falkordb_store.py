@@ -3,6 +3,8 @@ strings, and a server that dies mid-session."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ from retrieval.errors import ConfigError, StoreError, ValidationError
 from retrieval.ingest.bundle import load_bundle
 from retrieval.models import Chunk, Entity, GraphData, Relation
 from retrieval.stores.base import StoreLocation
-from retrieval.stores.falkordb import FalkorGraphStore, delete_graph
+from retrieval.stores.falkordb import _INDEXES, FalkorGraphStore, delete_graph
 from retrieval.stores.kuzu import KuzuGraphStore
 from retrieval.synth import write_synth_bundle
 
@@ -283,7 +285,26 @@ def test_server_killed_then_restarted(falkor_server: FalkorServer, tmp_path: Pat
     assert store.counts()["entities"] == 0  # the dev server keeps nothing on disk ...
     store.upsert(small_graph())  # ... and the same store object works again
     assert store.get_entities(["e1"]) == [small_graph().entities[0]]
+    indexes = store._query("CALL db.indexes() YIELD label, properties RETURN label, properties")
+    assert {(label, prop) for label, props in indexes for prop in props} == {(lb, p) for lb, p, _ in _INDEXES}
     store.close()
+
+
+def test_a_timeout_says_whether_the_server_still_answers(falkor_server: FalkorServer) -> None:
+    """A query that outlives the socket timeout is told apart from a server that is hung (here: SIGSTOPped)."""
+    pool = redis.BlockingConnectionPool.from_url(falkor_server.url, decode_responses=True, socket_timeout=0.3)
+    store = FalkorGraphStore(pool, "slow", falkor_server.url)
+    store._query("CREATE (:Marker)", write=True)  # a read on a graph that does not exist returns at once
+    slow = "UNWIND range(1, 30000000) AS x WITH x WHERE x % 7 = 0 RETURN count(x)"
+    with pytest.raises(StoreError, match=r"did not answer within 0.3 s .*still answers PING, so this query is slow"):
+        store._query(slow)
+    os.kill(falkor_server.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(StoreError, match="does not answer PING within 2 s either: it is hung"):
+            store._query("RETURN 1")
+    finally:
+        os.kill(falkor_server.pid, signal.SIGCONT)
+    pool.disconnect()
 
 
 def test_script_status_and_idempotent_start(falkordb_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
