@@ -74,6 +74,13 @@ def graph_data(page: Any) -> dict[str, str]:
     return page.evaluate("() => ({...document.querySelector('.kgv-root').dataset})")
 
 
+def settle(page: Any) -> None:
+    """Graphs drawn, the script run over, and the main thread quiet for 500 ms (needs RECORD_LONG_TASKS)."""
+    page.wait_for_function(ALL_GRAPHS_DRAWN, timeout=120_000)
+    page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)  # the script run is over
+    page.wait_for_function(QUIET, timeout=30_000)  # and the page has finished drawing it
+
+
 def ask(page: Any, url: str, question: str) -> float:
     """Open `url`, let the page settle (as a person reads it before typing: graphs drawn, the run over, and the
     main thread quiet for 500 ms; needs the `page` fixture's long-task recorder), type `question` into the Search
@@ -82,9 +89,7 @@ def ask(page: Any, url: str, question: str) -> float:
     page.goto(url)
     box = page.get_by_placeholder("Ask a multi-hop question", exact=False)
     box.wait_for()
-    page.wait_for_function(ALL_GRAPHS_DRAWN, timeout=120_000)
-    page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)  # the script run is over
-    page.wait_for_function(QUIET, timeout=30_000)  # and the page has finished drawing it
+    settle(page)
     box.fill(question)
     mark_graphs_stale(page)
     start = time.perf_counter()
