@@ -14,7 +14,14 @@ import pytest
 from PIL import Image
 
 from tests.app.graphs import DEMO_QUESTION
-from tests.browser.conftest import graph_data, node_point, wait_graph_drawn
+from tests.browser.conftest import (
+    FRESH_GRAPH_DRAWN,
+    graph_data,
+    mark_graphs_stale,
+    node_point,
+    settle,
+    wait_graph_drawn,
+)
 from tests.browser.test_search_page import egress
 
 pytestmark = pytest.mark.browser
@@ -108,11 +115,13 @@ def test_click_expand_find_filter_full_screen_and_png_on_the_search_graph(
     pt = node_point(page, NODE)
     page.mouse.click(pt["x"], pt["y"])
     panel = page.locator(".kgv-root .kgv-panel:not([hidden])")
+    mark_graphs_stale(page)  # the Search graph (which holds the node too) stays until the Communities page replaces it
     panel.get_by_role("button", name="Communities").click()
     page.wait_for_url(lambda url: "/communities?" in url and f"entity={NODE}" in url and "community=" in url,
                       timeout=60_000)
     page.get_by_text("brand awareness").first.wait_for(timeout=60_000)
-    wait_graph_drawn(page, timeout_ms=60_000)
+    page.wait_for_function(FRESH_GRAPH_DRAWN, timeout=60_000)
+    settle(page)
     held = "id => !!document.querySelector('.kgv-root').kgNetwork.body.data.nodes.get(id)"
     assert page.evaluate(held, NODE), "the community's subgraph holds the entity"
     assert page.dialogs == [] and egress(page.requests, app_url) == []

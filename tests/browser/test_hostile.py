@@ -17,7 +17,7 @@ import pytest
 from components.text import short
 from retrieval import catalog
 from retrieval.embedding import Embedder
-from tests.browser.conftest import wait_graph_drawn
+from tests.browser.conftest import FRESH_GRAPH_DRAWN, mark_graphs_stale, settle, wait_graph_drawn
 from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir
 from tests.data.hostile.make_bundle import EVIL_HOST, HUB_ID, PWNED, QUERY, Payload, accepted, load_payloads
@@ -182,9 +182,11 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     tour.check("paths/saved")
 
     # Graph Memory: the saved hostile subgraph, opened from the link, drawn, its contents listed
+    mark_graphs_stale(page)  # the link navigates inside the app: the Paths graph stays until the page replaces it
     saved.get_by_role("link", name="Open in Graph Memory").click()
-    wait_graph_drawn(page, timeout_ms=60_000)
-    assert tenant in page.url
+    page.wait_for_url(lambda url: tenant in url, timeout=60_000)
+    page.wait_for_function(FRESH_GRAPH_DRAWN, timeout=60_000)
+    settle(page)
     tour.hover_graph()
     page.get_by_role("tab", name="Contents").click()
     tour.check("memory")
