@@ -19,7 +19,8 @@ DULCE = ROOT.parent / "shared" / "data" / "graphrag_operation_dulce"
 # FalkorDB's engine can hang on a write (deadlocks of this class are open upstream: FalkorDB/FalkorDB#2129).
 # CI saw one once, on a freshly restarted server; about 200 local reruns of that test never showed it again.
 # A test whose FalkorDB query times out (the StoreError then says whether the server still answers PING)
-# runs once more on fresh fixtures; any other failure, or a second timeout, fails it. `-raR` lists each rerun.
+# runs once more with its function-scoped fixtures set up again (a server of its own is started anew; the
+# session server is not); any other failure, or a second timeout, fails it. `-raR` lists each rerun.
 FALKORDB_HANG = r"StoreError: FalkorDB at \S+ did not answer within"
 
 

@@ -187,6 +187,7 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     page.wait_for_url(lambda url: tenant in url, timeout=60_000)
     page.wait_for_function(FRESH_GRAPH_DRAWN, timeout=60_000)
     settle(page)
+    assert tenant in page.url
     tour.hover_graph()
     page.get_by_role("tab", name="Contents").click()
     tour.check("memory")
