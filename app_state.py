@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Literal
 
 import streamlit as st
 
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import NotFoundError
+from retrieval.graph import catalog
+from retrieval.graph.runtime import KG
 from retrieval.models import Chunk, GraphStats, SearchParams, SearchResult, Subgraph
-from retrieval.runtime import KG
 from retrieval.stores.base import CHUNKS
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def warm_up(kg: KG) -> None:
     collection loads and first inference, by running one relationship query between two of its entities,
     then reading its chunks and laying out its graph once (igraph's first call is slower)."""
     from components.graph_data import GraphMarks, Legend, drawing
-    from retrieval.retriever import search
+    from retrieval.search.retriever import search
 
     _ = kg.bm25
     question = sample_question(kg)
@@ -149,7 +149,7 @@ def open_kg_or_none(cfg: Settings) -> KG | None:
 @st.cache_data(max_entries=256, show_spinner=False)
 def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) -> SearchResult:
     """One KG search, cached on (graph, version, query, params)."""
-    from retrieval.retriever import search
+    from retrieval.search.retriever import search
 
     return search(_kg, query, SearchParams.model_validate_json(params_json))
 
@@ -157,10 +157,10 @@ def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) 
 def run_mode(
     kg: KG, graph: str, version: str, mode: str, query: str, *, limit: int, text_weight: float, params_json: str
 ) -> SearchResult:
-    """One search in any `retrieval.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
+    """One search in any `retrieval.search.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
     KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
     if mode == "kg":
-        from retrieval.nomatch import gate
+        from retrieval.search.nomatch import gate
 
         return gate(run_search(kg, graph, version, query, params_json))
     return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
@@ -170,7 +170,7 @@ def run_mode(
 def _run_tool_mode(
     _kg: KG, graph: str, version: str, mode: str, query: str, limit: int, text_weight: float | None
 ) -> SearchResult:
-    from retrieval.modes import run_mode as run
+    from retrieval.search.modes import run_mode as run
 
     if text_weight is None:
         return run(_kg, mode, query, limit=limit)
@@ -180,7 +180,7 @@ def _run_tool_mode(
 @st.cache_data(max_entries=256, show_spinner=False)
 def agent_markdown(_result: SearchResult, graph: str, version: str, query: str, params_json: str) -> str:
     """The Markdown the agent tool returns for this result."""
-    from retrieval.verbalize import to_markdown
+    from retrieval.search.verbalize import to_markdown
 
     return to_markdown(_result)
 
@@ -188,7 +188,7 @@ def agent_markdown(_result: SearchResult, graph: str, version: str, query: str, 
 @st.cache_data(max_entries=256, show_spinner=False)
 def chunks(_kg: KG, version: str, ids: tuple[str, ...]) -> dict[str, Chunk]:
     """Chunk records (text, book, chapter) by id, read from the DocumentChunks collection."""
-    from retrieval.explore import read_chunks
+    from retrieval.explore.details import read_chunks
 
     return read_chunks(_kg.vectors, ids)
 
@@ -279,7 +279,7 @@ def graph_stats(kg: KG) -> GraphStats:
 @st.cache_data(show_spinner=False)
 def demo_questions(limit: int = 4) -> list[str]:
     """The multi-hop questions shipped with the demo bundle (data/demo/questions.json)."""
-    from retrieval.cli.data import DEMO_DIR
+    from retrieval.config import DEMO_DIR
 
     path = DEMO_DIR / "questions.json"
     if not path.is_file():
@@ -301,7 +301,7 @@ def type_counts(kg: KG) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _schema(_kg: KG, name: str, version: str) -> Subgraph:
-    from retrieval.graph_index import schema
+    from retrieval.graph.index import schema
 
     return schema(_kg.index)
 

@@ -14,7 +14,7 @@ import app_state
 from components.grader import GradeTarget, label_store
 from components.text import md_literal
 from retrieval.errors import RetrievalError, ValidationError
-from retrieval.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
+from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
 
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"

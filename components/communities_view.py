@@ -8,9 +8,9 @@ import streamlit as st
 
 from components.graph_view import GraphMarks, Legend, render_graph
 from components.text import clean, md_code, md_literal, short
-from retrieval.communities import CommunityIndex, claim_text
+from retrieval.graph.communities import CommunityIndex, claim_text
+from retrieval.graph.runtime import KG
 from retrieval.models import Claim, Community, Entity, Subgraph
-from retrieval.runtime import KG
 
 ALL = "all"
 MAX_DRAWN = 150  # members drawn (the most connected inside the community first)

@@ -13,8 +13,8 @@ from components.search_form import MODE_LABELS
 from components.text import md_literal
 from components.trace import render_warnings, strength_text, total_ms
 from retrieval.models import SearchResult
-from retrieval.modes import cited_chunks, jaccard
-from retrieval.verbalize import NOTHING
+from retrieval.search.modes import cited_chunks, jaccard
+from retrieval.search.verbalize import NOTHING
 
 SHARED_TAG = Tag("shared", "green")
 UNIQUE_TAG = Tag("only here", "orange")

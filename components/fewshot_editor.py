@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from components.text import clean, md_literal, short
+from retrieval.answer.fewshot import LIMITS, FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError
-from retrieval.fewshot import LIMITS, FewShotManager
 
 NEW = "➕ New example"
 

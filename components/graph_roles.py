@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from components.graph_view import GraphMarks, GraphView, Legend, render_view
+from retrieval.graph.runtime import KG
 from retrieval.models import Subgraph
-from retrieval.runtime import KG
 
 # The graph view's legend words (Search's vocabulary) -> what the same marks mean on the other pages.
 EXPLORE_ROLES = {"★ seed": "★ start", "◆ PPR destination": "◆ expanded",

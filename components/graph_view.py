@@ -24,8 +24,8 @@ from components.graph_data import (
     type_colors,
 )
 from components.text import clean, esc, short
+from retrieval.graph.runtime import KG
 from retrieval.models import Entity, Relation, Subgraph
-from retrieval.runtime import KG
 
 __all__ = ["PALETTE", "GraphMarks", "GraphView", "Legend", "graph_html", "pick_nodes", "render_graph", "type_colors"]
 

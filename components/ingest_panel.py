@@ -14,10 +14,10 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from components.text import md_code, md_literal
 from components.upload import safe_extract_zip
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
+from retrieval.graph import catalog
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import build_graph, default_name, load_data

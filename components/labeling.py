@@ -12,13 +12,21 @@ import streamlit as st
 import app_state
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, label_store, render_grader
 from components.text import clean, md_code, md_literal, short, slug
-from retrieval.agreement import AgreementReport, agreement
 from retrieval.errors import NotFoundError, RetrievalError
-from retrieval.labels import ADJUDICATED, QRELS_FILE, QUERIES_FILE, Label, LabelStore, export_qrels, resolve_labels
-from retrieval.modes import MODES
-from retrieval.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_info, progress, queue, stored_pool
-from retrieval.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
-from retrieval.runtime import KG
+from retrieval.evaluation.agreement import AgreementReport, agreement
+from retrieval.evaluation.labels import (
+    ADJUDICATED,
+    QRELS_FILE,
+    QUERIES_FILE,
+    Label,
+    LabelStore,
+    export_qrels,
+    resolve_labels,
+)
+from retrieval.evaluation.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_info, progress, queue, stored_pool
+from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
+from retrieval.graph.runtime import KG
+from retrieval.search.modes import MODES
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]

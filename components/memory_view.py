@@ -17,11 +17,11 @@ from components.text import clean, md_code, md_literal, result_key, short
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import ValidationError
-from retrieval.export import save_to_memory, stored_subgraph, to_graphml, to_json
-from retrieval.memory import GraphMemory, check_id, list_namespaces, list_tenants, open_memory
+from retrieval.explore.export import save_to_memory, stored_subgraph, to_graphml, to_json
+from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, list_tenants, open_memory
+from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import MAX_DEPTH, Direction
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
-from retrieval.runtime import KG
-from retrieval.traverse import MAX_DEPTH, Direction
 
 DEFAULT = "default"
 DIRECTIONS = {"out": "outgoing →", "both": "both ways", "in": "← incoming"}

@@ -9,7 +9,7 @@ from components.facts import fact_row
 from components.grader import render_grader
 from components.trace import render_warnings, strength_text
 from retrieval.models import SearchResult
-from retrieval.verbalize import NOTHING
+from retrieval.search.verbalize import NOTHING
 
 
 def render_no_match(result: SearchResult, *, key: str) -> None:

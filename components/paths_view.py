@@ -25,11 +25,11 @@ from components.text import clean, md_code, md_literal, result_key, short, slug
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
-from retrieval.export import merge_subgraphs, suggest_keywords
+from retrieval.explore.export import merge_subgraphs, suggest_keywords
+from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, degrees, k_shortest_paths, resolve_entity
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
-from retrieval.runtime import KG
-from retrieval.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, degrees, k_shortest_paths, resolve_entity
 
 PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
 EXTRA_IDS = "paths-extra-ids"

@@ -1,7 +1,7 @@
 """The Query page's console: natural language to Cypher (with a key), example queries from the graph's schema,
 the editor with a JSON parameter box, results as a table and as a graph, and the session's history.
 
-Queries run read-only (retrieval.console): the engine refuses writes. Cells reach the page as text in a data grid
+Queries run read-only (explore.console): the engine refuses writes. Cells reach the page as text in a data grid
 and graph labels through render_graph, so nothing from the graph is ever interpreted as markup.
 """
 
@@ -16,13 +16,13 @@ import streamlit as st
 
 from components.graph_view import GraphMarks, render_graph
 from components.text import clean, md_code, md_literal, short
-from retrieval import console
-from retrieval.catalog import GraphHandle
+from retrieval.answer.fewshot import FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError, ValidationError
-from retrieval.fewshot import FewShotManager
+from retrieval.explore.details import console
+from retrieval.graph.catalog import GraphHandle
+from retrieval.graph.runtime import KG
 from retrieval.models import QueryResult
-from retrieval.runtime import KG
 
 QUERY, PARAMS, HISTORY, RUN_NOW = "console-query", "console-params", "console-history", "console-run-now"
 HISTORY_SIZE = 30
@@ -63,7 +63,7 @@ def render_natural_language(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
     question = ask.text_input("Ask in plain English; Gemini drafts the Cypher for you to check before it runs",
                               key="console-nl", max_chars=1000)
     if go.button("Draft Cypher", icon=":material/auto_awesome:"):
-        from retrieval.retriever import embedding_cache
+        from retrieval.graph.runtime import embedding_cache
 
         try:
             if not question.strip():

@@ -11,12 +11,12 @@ import streamlit as st
 
 import app_state
 from retrieval.config import Settings
-from retrieval.evaluate import EvalReport, evaluate, rerank_runs
-from retrieval.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
-from retrieval.labels import Label
+from retrieval.evaluation.evaluate import EvalReport, evaluate, rerank_runs
+from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
+from retrieval.evaluation.labels import Label
+from retrieval.graph.runtime import KG
 from retrieval.rerank import GraphReranker, MMRReranker, Reranker, build_rerankers
-from retrieval.retriever import kg_fact_vectors
-from retrieval.runtime import KG
+from retrieval.search.retriever import kg_fact_vectors
 
 RERANKER_ORDER = ("none", "graph", "mmr", "cross_encoder", "llm")
 

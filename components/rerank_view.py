@@ -19,9 +19,9 @@ from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_
 from components.search_form import render_examples
 from components.text import clean, md_code, md_literal, short
 from retrieval.errors import RetrievalError
-from retrieval.evaluate import EvalReport
-from retrieval.inspect import POOL_KINDS, Inspection, Pool, PoolKind, pool_kind_of
-from retrieval.labels import (
+from retrieval.evaluation.evaluate import EvalReport
+from retrieval.evaluation.inspect import POOL_KINDS, Inspection, Pool, PoolKind, pool_kind_of
+from retrieval.evaluation.labels import (
     QRELS_FILE,
     QUERIES_FILE,
     Label,

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components.text import md_code
 from retrieval.models import SearchParams
-from retrieval.tools import HybridParams, ToolParams
+from retrieval.search.tools import HybridParams, ToolParams
 
 _DEFAULT = SearchParams.model_validate({})
 HOPS = ("auto", "1", "2", "3", "4")

@@ -10,8 +10,8 @@ import streamlit as st
 from app_state import Capability
 from components.annotator import annotator_box
 from components.text import md_code, md_literal
-from retrieval.catalog import GraphHandle
 from retrieval.config import Settings
+from retrieval.graph.catalog import GraphHandle
 
 BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
 _COLORS = {"live": "green", "loading": "blue", "off": "gray"}

@@ -7,7 +7,7 @@ import streamlit as st
 import app_state
 from components.query_console import render_console
 from components.text import md_literal
-from retrieval.console import MAX_ROWS, TIMEOUT_MS
+from retrieval.explore.console import MAX_ROWS, TIMEOUT_MS
 
 cfg = app_state.settings()
 st.markdown("### Query the graph")

@@ -14,7 +14,7 @@ from components.search_form import render_examples, search_form
 from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.models import SearchResult
-from retrieval.modes import to_text
+from retrieval.search.modes import to_text
 
 cfg = app_state.settings()
 st.markdown("### Search the knowledge graph")

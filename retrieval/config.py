@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+# The demo library shipped with the project (data/demo): its bundle and its questions.
+DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
+DEMO_QUESTIONS = DEMO_DIR / "questions.json"
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:

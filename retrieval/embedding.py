@@ -6,12 +6,14 @@ import hashlib
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from cachetools import LRUCache
 
 from retrieval.errors import ConfigError
 
@@ -189,3 +191,36 @@ def load_embedder(model: str = "") -> Embedder:
     if not model:
         return OnnxEmbedder()
     return SentenceTransformerEmbedder(model)
+
+
+class EmbeddingCache:
+    """Fact/query vectors by text (bounded LRU), so what-if re-ranks of one pool never re-embed."""
+
+    def __init__(self, embedder: Embedder, maxsize: int = 20_000) -> None:
+        self.embedder = embedder
+        self._cache: LRUCache[str, np.ndarray] = LRUCache(maxsize=maxsize)
+        self._lock = threading.Lock()
+        self.name = embedder.name
+        self.dim = embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 rows, one per text (only unseen texts reach the embedder)."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            with self._lock:
+                for text, vec in zip(missing, vecs, strict=True):
+                    self._cache[text] = vec
+        with self._lock:
+            rows = [self._cache.get(t) for t in texts]
+        if any(r is None for r in rows):  # evicted between the two steps (pool larger than the cache)
+            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        if not rows:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([r for r in rows if r is not None])
+
+
+def cached(embedder: Embedder) -> EmbeddingCache:
+    """Wrap `embedder` in an EmbeddingCache unless it already is one (so rerankers can share a cache)."""
+    return embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)

@@ -364,7 +364,7 @@ class MemoryResult(Record):
 
 
 class EvidenceStrength(Record):
-    """How strongly the best evidence matches a query (retrieval.nomatch); below `threshold`: no match."""
+    """How strongly the best evidence matches a query (retrieval.search.nomatch); below `threshold`: no match."""
 
     score: float
     threshold: float

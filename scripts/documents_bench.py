@@ -121,7 +121,7 @@ def demo(out: Path, settings: object) -> None:
         if line.strip() and not line.startswith("#"):
             _type, name, aliases, _desc = (p.strip() for p in line.split("|"))
             known[name] = [name, *(a.strip() for a in aliases.split(";") if a.strip())]
-    from retrieval.extract.base import name_key
+    from retrieval.ingest.extract.base import name_key
 
     got = {name_key(e.name) for e in data.entities}
     hit = sum(any(name_key(n) in got for n in names) for names in known.values())

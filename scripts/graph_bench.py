@@ -62,12 +62,12 @@ ARM_FRAME = """() => { window.__t0 = performance.now();
 
 def build_graph(work: Path) -> Path:
     """The benchmark graph (cached): 6,000 entities, 12,000 relations, hash embedder."""
-    from retrieval import catalog
+    from bench.synth import write_synth_bundle
     from retrieval.config import Settings
     from retrieval.embedding import load_embedder
+    from retrieval.graph import catalog
     from retrieval.ingest.build import build_graph as build
     from retrieval.ingest.bundle import load_bundle
-    from retrieval.synth import write_synth_bundle
 
     data_dir = work / "kg"
     if "bench" in catalog.list_graphs(data_dir):

@@ -16,9 +16,9 @@ from components import graph_live  # noqa: E402
 from components.graph_view import GraphMarks, graph_html, render_graph  # noqa: E402
 from retrieval.config import Settings  # noqa: E402
 from retrieval.embedding import load_embedder  # noqa: E402
+from retrieval.graph.runtime import KG, open_kg  # noqa: E402
+from retrieval.graph.traverse import bfs  # noqa: E402
 from retrieval.models import Subgraph  # noqa: E402
-from retrieval.runtime import KG, open_kg  # noqa: E402
-from retrieval.traverse import bfs  # noqa: E402
 
 st.set_page_config(page_title="graph bench", layout="wide")
 

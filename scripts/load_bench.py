@@ -127,9 +127,9 @@ def run_users(level: Level, queries: Sequence[str], ask: Callable[[str], list[st
 
 def open_shared_kg(settings: Settings, graph: str | None) -> Any:
     """The graph opened once and warmed as the app does (BM25, CSR index, one search)."""
+    from retrieval.graph.runtime import open_kg
     from retrieval.models import SearchParams
-    from retrieval.retriever import search
-    from retrieval.runtime import open_kg
+    from retrieval.search.retriever import search
 
     kg = open_kg(settings, graph)
     _ = kg.bm25
@@ -142,7 +142,7 @@ def open_shared_kg(settings: Settings, graph: str | None) -> Any:
 def thread_ask(kg: Any) -> Callable[[str], list[str]]:
     """query -> the fact texts of `retriever.search` with the default parameters, on the shared KG."""
     from retrieval.models import SearchParams
-    from retrieval.retriever import search
+    from retrieval.search.retriever import search
 
     params = SearchParams.model_validate({})
     return lambda q: [f.text for f in search(kg, q, params).facts]
@@ -285,7 +285,7 @@ def browser_levels(env: dict[str, str], queries: Sequence[str], users: Sequence[
 
 def load_queries(kg: Any, n: int) -> list[str]:
     """`n` queries from the graph's source bundle (its manifest names it)."""
-    from retrieval.bench_scale import bench_queries
+    from bench.scale import bench_queries
 
     source = Path(kg.handle.manifest.get("source") or "")
     if not (source / "relations.jsonl").is_file():

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.runtime import KG, open_kg
+from retrieval.graph.runtime import KG, open_kg
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_BUNDLE = ROOT / "data" / "demo"

@@ -69,8 +69,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Answer from the graph with [n] citations: Gemini with GEMINI_API_KEY, else extractive; kind no_match
         when nothing matches."""
-        from retrieval.answer import answer_question, to_markdown
-        from retrieval.runtime import open_kg
+        from retrieval.answer.synthesis import answer_question, to_markdown
+        from retrieval.graph.runtime import open_kg
 
         settings = settings_from(data_dir)
         with cli_errors():
@@ -93,8 +93,8 @@ def register(app: typer.Typer) -> None:
         graph: str = GraphOpt,
     ) -> None:
         """Run a read-only Cypher query on the graph (writes are refused by the engine)."""
-        from retrieval import catalog
-        from retrieval.console import parse_params, run_query
+        from retrieval.explore.console import parse_params, run_query
+        from retrieval.graph import catalog
 
         settings = settings_from(data_dir)
         with cli_errors():
@@ -123,18 +123,19 @@ def register(app: typer.Typer) -> None:
 def calibration(settings: Any, graph: str, musique: Path | None, musique_data_dir: Path | None, *,
                 progress: bool) -> dict[str, Any]:
     """Score every calibration question on its graph, fit the threshold, and report per set and per graph."""
-    from retrieval import nomatch
-    from retrieval.cli.search import DEMO_QUESTIONS
+    from retrieval.config import DEMO_QUESTIONS
     from retrieval.embedding import load_embedder
-    from retrieval.runtime import open_kg
+    from retrieval.evaluation import calibration as cal
+    from retrieval.graph.runtime import open_kg
+    from retrieval.search.nomatch import THRESHOLD
 
     embedder = load_embedder(settings.embed_model)
     sets: list[tuple[Any, str, str, list[tuple[str, str]]]] = []
     demo = [("answerable", q["question"]) for q in json.loads(DEMO_QUESTIONS.read_text(encoding="utf-8"))]
     sets.append((settings, graph, "demo", demo))
     if musique is not None:
+        from retrieval.evaluation.passage_rank import load_hipporag_queries
         from retrieval.ingest.build import build_graph, default_name, load_data
-        from retrieval.passage_rank import load_hipporag_queries
 
         name = default_name(musique)
         msettings = settings_from(musique_data_dir or Path("data/eval") / name)
@@ -142,23 +143,23 @@ def calibration(settings: Any, graph: str, musique: Path | None, musique_data_di
         build_graph(msettings, data, name, embedder=embedder, progress=progress, source=str(musique.resolve()))
         sets.append((msettings, name, "musique", [("answerable", q.question)
                                                   for q in load_hipporag_queries(musique, data)]))
-    rows: list[nomatch.Labelled] = []
+    rows: list[cal.Labelled] = []
     for graph_settings, name, kind, answerable in sets:
         kg = open_kg(graph_settings.with_(gemini_api_key=""), name, embedder)  # offline: the signal needs no LLM
         try:
-            rows += nomatch.score_questions(kg, kind, answerable + nomatch.unanswerable_questions(kind))
+            rows += cal.score_questions(kg, kind, answerable + cal.unanswerable_questions(kind))
         finally:
             kg.close()
-    fitted = nomatch.calibrate(rows)
-    shipped = nomatch.THRESHOLD
+    fitted = cal.calibrate(rows)
+    shipped = THRESHOLD
     graphs = list(dict.fromkeys(r.graph for r in rows))
     groups = [(g, [r for r in rows if r.graph == g]) for g in graphs] + ([("all", rows)] if len(graphs) > 1 else [])
     return {
         "shipped_threshold": shipped, "calibrated_threshold": fitted.threshold,
-        "rule": f"best F1 among thresholds silencing at most {nomatch.MAX_FALSE_FIRES:.0%} of answerable questions",
-        "sets": nomatch.set_rows(rows, shipped),
-        "graphs": [{"graph": g, **vars(nomatch.quality(group, shipped))} for g, group in groups],
-        "held_out": nomatch.held_out(rows),
+        "rule": f"best F1 among thresholds silencing at most {cal.MAX_FALSE_FIRES:.0%} of answerable questions",
+        "sets": cal.set_rows(rows, shipped),
+        "graphs": [{"graph": g, **vars(cal.quality(group, shipped))} for g, group in groups],
+        "held_out": cal.held_out(rows),
         "scores": [vars(r) for r in rows],
     }
 

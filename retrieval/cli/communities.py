@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from retrieval import catalog
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
-from retrieval.communities import CommunityIndex, claim_text, load_extras
 from retrieval.errors import ValidationError
+from retrieval.graph import catalog
+from retrieval.graph.communities import CommunityIndex, claim_text, load_extras
 from retrieval.models import Community, Entity
 from retrieval.stores.base import open_graph_store
 
@@ -60,7 +60,7 @@ def communities(
 
 
 def _entity_view(settings: Any, handle: catalog.GraphHandle, index: CommunityIndex, key: str, as_json: bool) -> None:
-    from retrieval.traverse import resolve_entity
+    from retrieval.graph.traverse import resolve_entity
 
     store = open_graph_store(settings, handle.location)
     try:

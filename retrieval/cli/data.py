@@ -9,15 +9,13 @@ from typing import Annotated, Any
 import typer
 from tqdm import tqdm
 
-from retrieval import catalog
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
-from retrieval.config import Settings
+from retrieval.config import DEMO_DIR, Settings
 from retrieval.errors import StoreError
+from retrieval.graph import catalog
 from retrieval.ingest import FORMATS
 from retrieval.models import GraphStats
 from retrieval.stores.base import open_graph_store, open_vector_store
-
-DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
 class StageBars:

@@ -12,7 +12,7 @@ import typer
 
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
 from retrieval.errors import NotFoundError, ValidationError
-from retrieval.labels import Label, LabelStore, normalize_query
+from retrieval.evaluation.labels import Label, LabelStore, normalize_query
 
 QueriesOpt = Annotated[
     Path | None, typer.Option("--queries", help="query_id<TAB>text file (default: queries.tsv beside FILE)")
@@ -26,7 +26,7 @@ RerankersOpt = Annotated[str, typer.Option("--rerankers", help="all, off (no rer
 
 
 def _active_version(data_dir: Path) -> str:
-    from retrieval import catalog
+    from retrieval.graph import catalog
 
     try:
         return catalog.resolve(data_dir).version
@@ -45,7 +45,7 @@ def _parse_ks(text: str) -> list[int]:
 
 
 def _modes(text: str) -> list[str]:
-    from retrieval.modes import MODES
+    from retrieval.search.modes import MODES
 
     return list(MODES) if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
 
@@ -65,7 +65,7 @@ def _in_set(labels: Sequence[Label], texts: Sequence[str]) -> list[Label]:
 
 def _set_ids(store: LabelStore, set_name: str | None) -> dict[str, str]:
     """query text -> id of the named set, in set order ({} without a name)."""
-    from retrieval.querysets import get_query_set
+    from retrieval.evaluation.querysets import get_query_set
 
     return {} if set_name is None else {q.text: q.query_id for q in get_query_set(store, set_name).queries}
 
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Import a query set, validated whole (file:line: field: reason) before anything is stored."""
-        from retrieval.querysets import import_queries
+        from retrieval.evaluation.querysets import import_queries
 
         with cli_errors():
             store = LabelStore.in_data_dir(settings_from(data_dir).data_dir)
@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False, data_dir: Path | None = DataDirOpt,
     ) -> None:
         """The stored query sets."""
-        from retrieval.querysets import list_query_sets
+        from retrieval.evaluation.querysets import list_query_sets
 
         with cli_errors():
             sets = list_query_sets(LabelStore.in_data_dir(settings_from(data_dir).data_dir))
@@ -129,9 +129,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Pool a query set (TREC style): the union of every mode's and reranker's top k per query, stored for
         grading on the active graph's version."""
-        from retrieval.pooling import build_pool
-        from retrieval.querysets import get_query_set
-        from retrieval.runtime import open_kg
+        from retrieval.evaluation.pooling import build_pool
+        from retrieval.evaluation.querysets import get_query_set
+        from retrieval.graph.runtime import open_kg
 
         with cli_errors():
             settings = settings_from(data_dir)
@@ -159,8 +159,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Labeled / pooled per query and overall for an annotator, and where they resume."""
-        from retrieval.pooling import next_item, progress
-        from retrieval.querysets import get_query_set
+        from retrieval.evaluation.pooling import next_item, progress
+        from retrieval.evaluation.querysets import get_query_set
 
         with cli_errors():
             store = LabelStore.in_data_dir(settings_from(data_dir).data_dir)
@@ -187,8 +187,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Import graded labels (0-3) from TREC qrels (default version: the active graph's); all-or-nothing."""
-        from retrieval.labels import import_qrels
-        from retrieval.querysets import get_query_set
+        from retrieval.evaluation.labels import import_qrels
+        from retrieval.evaluation.querysets import get_query_set
 
         with cli_errors():
             settings = settings_from(data_dir)
@@ -207,9 +207,9 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Cohen's kappa per pair of annotators, Krippendorff's alpha (ordinal) over all, and the disagreements."""
-        from retrieval.agreement import agreement
-        from retrieval.pooling import stored_pool
-        from retrieval.querysets import get_query_set
+        from retrieval.evaluation.agreement import agreement
+        from retrieval.evaluation.pooling import stored_pool
+        from retrieval.evaluation.querysets import get_query_set
 
         with cli_errors():
             store = LabelStore.in_data_dir(settings_from(data_dir).data_dir)
@@ -253,8 +253,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Settle a disagreement: a label by the reserved annotator `adjudicated`, which wins over every vote."""
-        from retrieval.labels import ADJUDICATED, query_id
-        from retrieval.querysets import get_query_set, list_query_sets
+        from retrieval.evaluation.labels import ADJUDICATED, query_id
+        from retrieval.evaluation.querysets import get_query_set, list_query_sets
 
         with cli_errors():
             settings = settings_from(data_dir)
@@ -287,7 +287,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export labels as TREC qrels plus queries.tsv: one annotator's, or adjudicated (explicit adjudication,
         else the annotators' consensus; even splits left out unless --include-ties)."""
-        from retrieval.labels import QRELS_FILE, QUERIES_FILE, export_qrels, resolve_labels
+        from retrieval.evaluation.labels import QRELS_FILE, QUERIES_FILE, export_qrels, resolve_labels
 
         with cli_errors():
             if format != "qrels":
@@ -327,10 +327,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run each labelled query through every mode and reranker; nDCG@k, P@k, R@k, MRR per system with 95%
         bootstrap intervals, unjudged counts, lift over no rerank and (--compare) a paired test."""
-        from retrieval.evaluate import evaluate
-        from retrieval.labels import export_run
-        from retrieval.pooling import RERANK_PREFIX, choose_rerankers, run_systems
-        from retrieval.runtime import open_kg
+        from retrieval.evaluation.evaluate import evaluate
+        from retrieval.evaluation.labels import export_run
+        from retrieval.evaluation.pooling import RERANK_PREFIX, choose_rerankers, run_systems
+        from retrieval.graph.runtime import open_kg
 
         with cli_errors():
             cutoffs = _parse_ks(ks)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from retrieval.cli.common import DataDirOpt, echo_json, settings_from
-from retrieval.memory import MAX_BYTES, GraphMemory, open_memory
+from retrieval.explore.memory import MAX_BYTES, GraphMemory, open_memory
 from retrieval.models import MemoryGraphSummary, MemoryResult
 
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant id ([A-Za-z0-9_-], 1-64)")]

@@ -24,8 +24,8 @@ def paths(
 ) -> None:
     """Up to k shortest simple paths between two entities, verbalized with their sources."""
     from retrieval.embedding import HashEmbedder
-    from retrieval.runtime import open_kg
-    from retrieval.traverse import k_shortest_paths, resolve_entity
+    from retrieval.graph.runtime import open_kg
+    from retrieval.graph.traverse import k_shortest_paths, resolve_entity
 
     with cli_errors():
         settings = settings_from(data_dir, graph_name=graph)

@@ -20,7 +20,7 @@ def synth(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
 ) -> None:
     """Write a power-law knowledge graph (typed entities, 50 relation types, books/chapters) as a native bundle."""
-    from retrieval.synth import write_synth_bundle
+    from bench.synth import write_synth_bundle
 
     with cli_errors():
         summary = write_synth_bundle(

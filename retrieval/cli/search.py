@@ -12,13 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
-from retrieval.config import Settings
+from retrieval.config import DEMO_QUESTIONS, Settings
 from retrieval.errors import ValidationError
 
 GraphOpt = typer.Option(None, "--graph", help="Graph name (default: the active graph)")
 EvalDirOpt = typer.Option(None, "--data-dir", help="Where the benchmark graph is kept (default data/eval/"
                           "<folder name>; re-used, rebuilt only when the input changed)")
-DEMO_QUESTIONS = Path(__file__).resolve().parents[2] / "data" / "demo" / "questions.json"
 WARM_UP = "warm-up: build the in-memory indexes"
 BENCH_LIMIT = 10  # results asked of every mode, as the search command's default
 
@@ -46,8 +45,8 @@ def bench_questions(handle_source: str, limit: int | None) -> tuple[str, list[st
     """The fixed query set and its description: a HippoRAG graph's own questions, else the demo questions."""
     source = Path(handle_source) if handle_source else None
     if source is not None and source.is_dir() and any(source.glob("openie_*.json")):
+        from retrieval.evaluation.passage_rank import load_hipporag_queries
         from retrieval.ingest.build import load_data
-        from retrieval.passage_rank import load_hipporag_queries
 
         what = f"the benchmark questions of {source}"
         questions = [q.question for q in load_hipporag_queries(source, load_data(source, "hipporag"))]
@@ -63,11 +62,11 @@ def bench_modes(settings: Settings, graph: str | None, modes: Sequence[str], lim
     Each mode runs on a freshly opened graph after one warm-up query, so no mode is served from the
     query and fact vectors another mode cached; the embedding model is loaded once.
     """
-    from retrieval import catalog
-    from retrieval.bench_scale import _timed_runs
+    from bench.scale import _timed_runs
     from retrieval.embedding import load_embedder
-    from retrieval.modes import run_mode
-    from retrieval.runtime import open_kg
+    from retrieval.graph import catalog
+    from retrieval.graph.runtime import open_kg
+    from retrieval.search.modes import run_mode
 
     handle = catalog.resolve(settings.data_dir, graph or settings.graph_name or None)
     query_set, questions = bench_questions(str(handle.manifest.get("source", "")), limit)
@@ -106,11 +105,11 @@ def register(app: typer.Typer) -> None:
         graph: str = GraphOpt,
     ) -> None:
         """Search the knowledge graph; prints the agent Markdown (or --json)."""
+        from retrieval.graph.runtime import open_kg
         from retrieval.models import SearchParams
-        from retrieval.modes import MODES, run_mode, to_text
-        from retrieval.runtime import open_kg
-        from retrieval.tools import HybridParams
-        from retrieval.verbalize import to_markdown
+        from retrieval.search.modes import MODES, run_mode, to_text
+        from retrieval.search.tools import HybridParams
+        from retrieval.search.verbalize import to_markdown
 
         settings = settings_from(data_dir)
         with cli_errors():
@@ -146,10 +145,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Ingest a benchmark (once) and print passage Recall@k and AR@k per mode."""
         from retrieval.embedding import load_embedder
+        from retrieval.evaluation.passage_rank import (
+            EVAL_MODES,
+            MAX_SEARCH_LIMIT,
+            SEARCH_MODES,
+            evaluate,
+            load_hipporag_queries,
+        )
+        from retrieval.graph.runtime import open_kg
         from retrieval.ingest import IngestOptions
         from retrieval.ingest.build import build_graph, default_name, load_data
-        from retrieval.passage_rank import EVAL_MODES, MAX_SEARCH_LIMIT, SEARCH_MODES, evaluate, load_hipporag_queries
-        from retrieval.runtime import open_kg
 
         with cli_errors():
             if fmt not in ("hipporag", "documents"):
@@ -204,7 +209,7 @@ def register(app: typer.Typer) -> None:
         modes: str = typer.Option("all", "--modes", help="Comma-separated search modes: kg, vector, graph, "
                                   "hybrid, comprehensive, dual, multidoc (default all)"),
         scale: bool = typer.Option(False, "--scale", help="Scale benchmark: synthetic 10k/100k/1M relations on "
-                                   "every back-end pair (retrieval.bench_scale); --data-dir/--graph are ignored"),
+                                   "every back-end pair (bench.scale); --data-dir/--graph are ignored"),
         sizes: str = typer.Option("10k,100k,1m", "--sizes", help="--scale: relation counts (entities, chunks /10)"),
         pairs: str = typer.Option(",".join(("kuzu+milvus-lite", "falkordb+milvus-server")), "--pairs",
                                   help="--scale: back-end pairs"),
@@ -220,12 +225,12 @@ def register(app: typer.Typer) -> None:
         demo questions. Each mode gets a freshly opened graph and one warm-up query first.
         """
         if scale or readme:
-            from retrieval.bench_scale import cli_scale
+            from bench.scale import cli_scale
 
             with cli_errors():
                 cli_scale(sizes, pairs, work_dir, out, readme, as_json, limit)
             return
-        from retrieval.modes import MODES
+        from retrieval.search.modes import MODES
 
         settings = settings_from(data_dir).with_(gemini_api_key="")
         with cli_errors():

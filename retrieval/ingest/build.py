@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import importlib
 import json
 import shutil
 import time
@@ -18,22 +17,22 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from retrieval import bm25, catalog
-from retrieval.communities import Extras, chapter_names, compute_communities, load_extras, save_extras
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
+from retrieval.graph import bm25, catalog
+from retrieval.graph.communities import Extras, chapter_names, compute_communities, load_extras, save_extras
 from retrieval.ingest import IngestOptions, ProgressFn, reader
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.models import Chunk, Entity, GraphData, GraphStats, Relation
 from retrieval.stores.base import (
     CHUNKS,
     ENTITIES,
-    GRAPH_STORES,
     RELATIONS,
     GraphStore,
     StoreLocation,
     VectorStore,
+    graph_backend,
     open_graph_store,
     open_vector_store,
 )
@@ -159,11 +158,7 @@ def drop_location(settings: Settings, location: StoreLocation) -> None:
     """Remove a version's server-side resources (FalkorDB graph, Milvus collections) by its key."""
     if not _server_side(settings):
         return
-    # Server graph back ends expose a module-level `delete_graph(settings, location)`; embedded ones need none.
-    module = importlib.import_module(GRAPH_STORES[settings.graph_backend].split(":")[0])
-    delete_graph = getattr(module, "delete_graph", None)
-    if delete_graph is not None:
-        delete_graph(settings, location)
+    graph_backend(settings).delete_graph(settings, location)
     vectors = open_vector_store(settings, location)
     try:
         vectors.drop()
@@ -363,7 +358,7 @@ def build_graph(
 
     Idempotent: if the live version has the same content hash nothing is rebuilt. On any failure the
     new version is discarded (server-side resources too) and the previous one stays live. A graph that brings
-    no communities gets computed ones (`retrieval.communities`). `report(stage, done, total)` hears each stage.
+    no communities gets computed ones (`retrieval.graph.communities`). `report(stage, done, total)` hears each stage.
     """
     catalog.check_name(name)
     say: ProgressFn = report or (lambda stage, done, total: None)

@@ -3,7 +3,7 @@
 Each file is a book (`retrieval.ingest.books` finds its title, author and chapters). A chapter is cut into
 windows of `Settings.chunk_tokens` tokens of the embedder's own tokenizer, `Settings.chunk_overlap` shared
 between neighbours, ending after a sentence where one ends in the window's second half; a window never spans
-two chapters. Entities and relations come from `retrieval.extract` (Gemini with a key, else offline).
+two chapters. Entities and relations come from `retrieval.ingest.extract` (Gemini with a key, else offline).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, IngestError
-from retrieval.extract import extractor_for
-from retrieval.extract.base import ChunkInput, merge_graphs
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.books import SUFFIXES, Book, read_book
+from retrieval.ingest.extract import extractor_for
+from retrieval.ingest.extract.base import ChunkInput, merge_graphs
 from retrieval.models import Chunk, GraphData
 
 MAX_FILES = 20_000

@@ -7,14 +7,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from retrieval.config import Settings
-from retrieval.embedding import Embedder
+from retrieval.embedding import Embedder, cached
 from retrieval.models import VerbalizedFact
 from retrieval.rerank.base import (
-    EmbeddingCache,
     NoRerank,
     Reranker,
     RerankOutput,
-    cached,
     rerank_by_key,
     with_scores,
 )
@@ -25,7 +23,6 @@ from retrieval.rerank.mmr import MMRReranker, mmr_order
 
 __all__ = [
     "CrossEncoderReranker",
-    "EmbeddingCache",
     "GraphReranker",
     "GraphSource",
     "LLMDiversityReranker",
@@ -35,7 +32,6 @@ __all__ = [
     "RerankOutput",
     "Reranker",
     "build_rerankers",
-    "cached",
     "compute_pagerank",
     "mmr_order",
     "rerank_by_key",

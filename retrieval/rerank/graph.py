@@ -11,11 +11,11 @@ import numpy as np
 import scipy.sparse as sp
 from cachetools import TTLCache
 
-from retrieval.embedding import Embedder
-from retrieval.graph_index import GraphIndex
+from retrieval.embedding import Embedder, EmbeddingCache, cached
+from retrieval.graph.index import GraphIndex
+from retrieval.graph.ppr import personalized_pagerank
 from retrieval.models import VerbalizedFact
-from retrieval.ppr import personalized_pagerank
-from retrieval.rerank.base import EmbeddingCache, RerankOutput, cached, check_top_k, query_similarity, with_scores
+from retrieval.rerank.base import RerankOutput, check_top_k, query_similarity, with_scores
 from retrieval.stores.base import EdgeArrays
 
 

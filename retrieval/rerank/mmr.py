@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from retrieval.embedding import Embedder
+from retrieval.embedding import Embedder, cached
 from retrieval.models import VerbalizedFact
-from retrieval.rerank.base import RerankOutput, cached, check_top_k, with_scores
+from retrieval.rerank.base import RerankOutput, check_top_k, with_scores
 
 
 def mmr_order(relevance: np.ndarray, vectors: np.ndarray, lambda_: float, top_k: int) -> tuple[list[int], list[float]]:

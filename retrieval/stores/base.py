@@ -1,8 +1,7 @@
-"""Store protocols and the name -> "module:Class" registry (back ends are imported lazily)."""
+"""Store protocols and the back-end registries (`retrieval.registry`: imported lazily, checked on load)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from retrieval.errors import ConfigError
-from retrieval.models import Entity, GraphData, Relation, Subgraph
+from retrieval.models import Entity, GraphData, QueryResult, Relation, Subgraph
+from retrieval.registry import Registry, protocol_methods
 
 if TYPE_CHECKING:
     from retrieval.config import Settings
@@ -28,13 +27,6 @@ PAYLOAD_FIELDS: dict[str, tuple[str, ...]] = {
 }
 INT_FIELDS = frozenset({"position"})
 
-GRAPH_STORES = {
-    "kuzu": "retrieval.stores.kuzu:KuzuGraphStore",
-    "falkordb": "retrieval.stores.falkordb:FalkorGraphStore",
-}
-VECTOR_STORES = {
-    "milvus": "retrieval.stores.milvus:MilvusVectorStore",
-}
 
 
 @dataclass(frozen=True)
@@ -176,31 +168,62 @@ def expand(
     return Expansion(list(reached), list(edges), False, len(reached))
 
 
-def _load(registry: dict[str, str], name: str, kind: str) -> Any:
-    if name not in registry:
-        valid = ", ".join(sorted(registry))
-        raise ConfigError(f"unknown {kind} back end {name!r}; valid: {valid}")
-    module, cls = registry[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+class GraphBackend(Protocol):
+    """What a graph back end's class provides besides an open store: opening one, and deleting a version's
+    server-side data (embedded back ends keep theirs in the version directory: nothing to delete)."""
+
+    @classmethod
+    def open(cls, settings: Settings, location: StoreLocation) -> GraphStore: ...
+    @staticmethod
+    def delete_graph(settings: Settings, location: StoreLocation) -> bool: ...
 
 
-def graph_backend_module(settings: Settings) -> Any:
-    """The module of the graph back end `settings` names, for its module-level functions (`delete_graph`,
-    `read_only_query`, `explain_query`)."""
-    if settings.graph_backend not in GRAPH_STORES:
-        _load(GRAPH_STORES, settings.graph_backend, "graph")  # raises the ConfigError listing the valid names
-    return importlib.import_module(GRAPH_STORES[settings.graph_backend].split(":")[0])
+class VectorBackend(Protocol):
+    @classmethod
+    def open(cls, settings: Settings, location: StoreLocation) -> VectorStore: ...
+
+
+class ConsoleAdapter(Protocol):
+    """A graph back end's read-only Cypher console (`retrieval.explore.console` calls it)."""
+
+    @staticmethod
+    def read_only_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
+                        timeout_ms: int, max_rows: int) -> QueryResult: ...
+    @staticmethod
+    def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any]) -> str: ...
+
+
+GRAPH_STORES = Registry("graph back end", {
+    "kuzu": "retrieval.stores.kuzu:KuzuGraphStore",
+    "falkordb": "retrieval.stores.falkordb:FalkorGraphStore",
+}, protocol_methods(GraphStore, GraphBackend))
+GRAPH_CONSOLES = Registry("graph console", {
+    "kuzu": "retrieval.stores.kuzu_console",
+    "falkordb": "retrieval.stores.falkordb_console",
+}, protocol_methods(ConsoleAdapter))
+VECTOR_STORES = Registry("vector back end", {
+    "milvus": "retrieval.stores.milvus:MilvusVectorStore",
+}, protocol_methods(VectorStore, VectorBackend))
+
+
+def graph_backend(settings: Settings) -> type[GraphBackend]:
+    """The class of the graph back end `settings` names (ConfigError listing the valid names otherwise)."""
+    cls: type[GraphBackend] = GRAPH_STORES.load(settings.graph_backend)
+    return cls
+
+
+def graph_console(settings: Settings) -> ConsoleAdapter:
+    """The read-only console adapter of the graph back end `settings` names."""
+    adapter: ConsoleAdapter = GRAPH_CONSOLES.load(settings.graph_backend)
+    return adapter
 
 
 def open_graph_store(settings: Settings, location: StoreLocation) -> GraphStore:
     """Open the graph back end named by `settings.graph_backend` at `location`."""
-    cls = _load(GRAPH_STORES, settings.graph_backend, "graph")
-    store: GraphStore = cls.open(settings, location)
-    return store
+    return graph_backend(settings).open(settings, location)
 
 
 def open_vector_store(settings: Settings, location: StoreLocation) -> VectorStore:
     """Open the vector back end named by `settings.vector_backend` at `location`."""
-    cls = _load(VECTOR_STORES, settings.vector_backend, "vector")
-    store: VectorStore = cls.open(settings, location)
-    return store
+    cls: type[VectorBackend] = VECTOR_STORES.load(settings.vector_backend)
+    return cls.open(settings, location)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.graph import catalog
 from retrieval.ingest.build import ingest
 from tests.conftest import DEMO_BUNDLE
 

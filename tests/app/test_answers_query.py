@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.fewshot import FewShotManager
-from retrieval.verbalize import NOTHING
+from retrieval.answer.fewshot import FewShotManager
+from retrieval.search.verbalize import NOTHING
 from tests.app.grading import grader_data, tags
 from tests.app.graphs import DEMO_QUESTION, graph_payloads
 from tests.app.test_pages import run_page

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval import catalog
-from retrieval.communities import CommunityIndex, load_extras
+from retrieval.graph import catalog
+from retrieval.graph.communities import CommunityIndex, load_extras
 from tests.app.conftest import APP
 from tests.app.graphs import graph_payloads
 

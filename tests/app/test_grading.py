@@ -10,7 +10,7 @@ import pytest
 
 from components.annotator import annotator_error
 from components.grader import ASSETS, GradeTarget, apply_log, new_events
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
 
 ROWS = {"r1": ("what  is a brand?", "chunk:c1"), "r2": ("what is a brand?", "rel:2"), "r3": ("other q", "path:3")}
 

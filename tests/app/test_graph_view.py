@@ -17,7 +17,7 @@ from components.graph_instrument import ViewState, apply_event
 from components.graph_view import graph_html
 from components.links import PATH_MODES
 from components.trace import render_trace
-from retrieval.graph_index import schema
+from retrieval.graph.index import schema
 from retrieval.models import Entity, Relation, SearchResult, SemanticPath, Subgraph
 from tests.app.graphs import DEMO_QUESTION, graph_payloads
 from tests.app.test_pages import run_page as run
@@ -144,7 +144,7 @@ def test_schema_view_says_the_edge_cap_left_types_out_and_shows_no_empty_marks_r
 
     def page() -> None:
         from components.results import render_overview
-        from retrieval.graph_index import schema as schema_of
+        from retrieval.graph.index import schema as schema_of
         from tests.app.test_graph_view import make_index as mk
 
         idx = mk([(f"a{i}", f"R{i}", f"b{i}") for i in range(6)])

@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from components.results import cli_command
-from retrieval import catalog
 from retrieval.cli import search as search_cli
+from retrieval.graph import catalog
 from tests.app.conftest import APP
 from tests.app.grading import grader_data
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, IMG, graph_payloads, graph_text, write_hostile_bundle

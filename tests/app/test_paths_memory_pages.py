@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.labels import LabelStore
-from retrieval.memory import GraphMemory
+from retrieval.evaluation.labels import LabelStore
+from retrieval.explore.memory import GraphMemory
 from tests.app.grading import grader_data, send_grades
 from tests.app.graphs import IMG, SCRIPT, graph_payloads, graph_text
 from tests.app.test_pages import run_page, texts

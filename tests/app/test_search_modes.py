@@ -9,12 +9,12 @@ from streamlit.testing.v1 import AppTest
 
 from components.compare_view import compare
 from components.search_form import MODE_LABELS
-from retrieval import catalog
 from retrieval.config import Settings
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
+from retrieval.graph import catalog
+from retrieval.graph.runtime import KG
 from retrieval.models import SearchParams, SearchResult, SourceMetadata, VerbalizedFact
-from retrieval.modes import MODES, cited_chunks, jaccard, run_mode
-from retrieval.runtime import KG
+from retrieval.search.modes import MODES, cited_chunks, jaccard, run_mode
 from tests.app.conftest import APP
 from tests.app.grading import grader_data, scores, send_grades, tags
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH, HOSTILE_QUERY, IMG, SCRIPT, graph_payloads

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from components.text import short
-from retrieval import catalog
 from retrieval.embedding import Embedder
+from retrieval.graph import catalog
 from tests.browser.conftest import FRESH_GRAPH_DRAWN, mark_graphs_stale, settle, wait_graph_drawn
 from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from retrieval import catalog
-from retrieval.communities import CommunityIndex, load_extras
+from retrieval.graph import catalog
+from retrieval.graph.communities import CommunityIndex, load_extras
 from tests.browser.conftest import ALL_GRAPHS_DRAWN, ask
 from tests.browser.test_search_page import FACT_TABLE, egress
 from tests.conftest import DULCE, ROOT

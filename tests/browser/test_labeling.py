@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from retrieval import catalog
-from retrieval.labels import ADJUDICATED, LabelStore
-from retrieval.pooling import queue
+from retrieval.evaluation.labels import ADJUDICATED, LabelStore
+from retrieval.evaluation.pooling import queue
+from retrieval.graph import catalog
 from tests.conftest import DEMO_BUNDLE
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
 from tests.app.graphs import DEMO_QUESTION
 
 pytestmark = pytest.mark.browser

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from retrieval import catalog
-from retrieval.bench_scale import EMBED_MODEL, GRAPH_NAME, bench_queries, ensure_bundle, shape_of
+from bench.scale import EMBED_MODEL, GRAPH_NAME, bench_queries, ensure_bundle, shape_of
 from retrieval.config import Settings
 from retrieval.embedding import load_embedder
+from retrieval.graph import catalog
 from retrieval.ingest.build import BUILD_SCHEMA, build_graph
 from retrieval.ingest.bundle import load_bundle
 from tests.browser.conftest import (

@@ -22,9 +22,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import HashEmbedder
+from retrieval.graph import catalog
 from retrieval.ingest.build import ingest
 from tests.app.conftest import APP
 from tests.app.grading import grader_data

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.labels import LABELS_FILE, LabelStore
+from retrieval.evaluation.labels import LABELS_FILE, LabelStore
 from tests.conftest import ROOT
 from tests.faults.conftest import QUERY, BaseGraph, app_env, fault_env, ok, run_app
 
@@ -27,7 +27,7 @@ WRITERS = 2  # concurrent writer processes per round, so kills also land while a
 # put_label has returned (committed and fsynced).
 WRITER = """
 import sys
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
 
 store = LabelStore(sys.argv[1])
 version, i = sys.argv[2], int(sys.argv[3])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import catalog
+from retrieval.graph import catalog
 from tests.conftest import ROOT
 from tests.faults.conftest import (
     OTHER_QUERY,

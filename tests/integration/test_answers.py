@@ -12,21 +12,21 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.__main__ import app as cli_app
-from retrieval.agent_tools import answer_with_knowledge_graph, search_knowledge_graph
-from retrieval.answer import answer_question
+from retrieval.answer.agent_tools import answer_with_knowledge_graph, search_knowledge_graph
+from retrieval.answer.fewshot import FewShotManager
+from retrieval.answer.synthesis import answer_question
 from retrieval.cli import answer as answer_cli
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import ValidationError
-from retrieval.fewshot import FewShotManager
+from retrieval.evaluation.pooling import run_systems
+from retrieval.graph.runtime import KG, embedding_cache, open_kg
 from retrieval.ingest.build import ingest
 from retrieval.models import Answer, Enhancements, SearchResult
-from retrieval.modes import run_mode
-from retrieval.nomatch import THRESHOLD
-from retrieval.pooling import run_systems
-from retrieval.retriever import embedding_cache, search
-from retrieval.runtime import KG, open_kg
-from retrieval.verbalize import NOTHING
+from retrieval.search.modes import run_mode
+from retrieval.search.nomatch import THRESHOLD
+from retrieval.search.retriever import search
+from retrieval.search.verbalize import NOTHING
 from tests.aio import run_async
 from tests.app.graphs import write_hostile_bundle
 from tests.gemini_stub import StubState, gemini_stub

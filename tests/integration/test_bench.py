@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from retrieval.cli.search import register
-from retrieval.modes import MODES
+from retrieval.search.modes import MODES
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ from retrieval.cli import data as data_cli
 from retrieval.cli import search as search_cli
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.graph.runtime import open_kg
+from retrieval.graph.traverse import k_shortest_paths, resolve_entity
 from retrieval.ingest.build import graph_stats, ingest
-from retrieval.modes import MODES, NO_TEXT, TEXT_MODES, run_mode
-from retrieval.runtime import open_kg
-from retrieval.traverse import k_shortest_paths, resolve_entity
+from retrieval.search.modes import MODES, NO_TEXT, TEXT_MODES, run_mode
 from tests.conftest import DULCE, ROOT
 
 pytestmark = pytest.mark.integration

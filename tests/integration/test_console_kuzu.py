@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from retrieval import catalog
 from retrieval.__main__ import app as cli_app
-from retrieval.catalog import GraphHandle
 from retrieval.cli import answer as answer_cli
 from retrieval.config import Settings
-from retrieval.console import ConsoleError, explain, run_query
 from retrieval.errors import ValidationError
+from retrieval.explore.console import explain, run_query
+from retrieval.graph import catalog
+from retrieval.graph.catalog import GraphHandle
+from retrieval.stores.console import ConsoleError
 
 pytestmark = pytest.mark.integration
 COUNTS = ("MATCH (e:Entity) WITH count(e) AS e MATCH (c:Chunk) WITH e, count(c) AS c MATCH (r:Relation) "

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError
+from retrieval.evaluation.passage_rank import load_hipporag_queries
+from retrieval.graph import catalog
+from retrieval.graph.runtime import open_kg
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import build_graph, detect_format, ingest, load_data
-from retrieval.passage_rank import load_hipporag_queries
-from retrieval.retriever import search
-from retrieval.runtime import open_kg
+from retrieval.search.retriever import search
 from tests.conftest import MUSIQUE
 from tests.data.documents.make_docs import QUERY, make_zip, write_library
 from tests.data.hostile.graph import check_vector_store

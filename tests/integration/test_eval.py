@@ -13,9 +13,7 @@ from typer.testing import CliRunner
 from retrieval.cli.search import register
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
-from retrieval.ingest.build import load_data
-from retrieval.models import SearchResult, VerbalizedFact
-from retrieval.passage_rank import (
+from retrieval.evaluation.passage_rank import (
     EVAL_MODES,
     SEARCH_MODES,
     cited_passages,
@@ -26,7 +24,9 @@ from retrieval.passage_rank import (
     recall_scores,
     rrf,
 )
-from retrieval.runtime import open_kg
+from retrieval.graph.runtime import open_kg
+from retrieval.ingest.build import load_data
+from retrieval.models import SearchResult, VerbalizedFact
 from tests.conftest import MUSIQUE
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

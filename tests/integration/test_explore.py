@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from retrieval.errors import NotFoundError
-from retrieval.explore import entity_details, relation_details, view_entity_details, view_relation_details
+from retrieval.explore.details import entity_details, relation_details, view_entity_details, view_relation_details
+from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import expand, neighbour_summary
 from retrieval.models import Entity, Relation, Subgraph
-from retrieval.retriever import search
-from retrieval.runtime import KG
-from retrieval.traverse import expand, neighbour_summary
+from retrieval.search.retriever import search
 from tests.unit.test_traverse import make_index
 
 pytestmark = pytest.mark.integration

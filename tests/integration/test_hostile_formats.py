@@ -12,10 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from retrieval import catalog
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError
+from retrieval.graph import catalog
+from retrieval.graph.runtime import open_kg
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import ingest
 from retrieval.ingest.csvgraph import load_csv
@@ -23,7 +24,6 @@ from retrieval.ingest.graphml import load_graphml
 from retrieval.ingest.graphrag import load_graphrag
 from retrieval.ingest.lightrag import load_lightrag
 from retrieval.models import GraphData
-from retrieval.runtime import open_kg
 from tests.data.hostile.formats import write_csv, write_graphml, write_graphrag, write_lightrag, xml_safe
 from tests.data.hostile.graph import check_lookups, check_vector_store
 from tests.data.hostile.make_bundle import Payload, accepted, load_payloads

@@ -15,12 +15,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from retrieval import catalog
 from retrieval.cli import memory as memory_cli
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, ValidationError
-from retrieval.export import from_json
+from retrieval.explore.export import from_json
+from retrieval.graph import catalog
 from retrieval.ingest.build import ingest
 from retrieval.ingest.bundle import MAX_LINE_BYTES, MAX_NESTING, load_bundle
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir

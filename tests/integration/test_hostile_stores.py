@@ -10,13 +10,13 @@ import kuzu
 import pytest
 
 from retrieval.config import Settings
-from retrieval.decompose import entity_mentions
 from retrieval.embedding import Embedder
-from retrieval.graph_index import STOP_WORDS, normalise_name
+from retrieval.graph.index import STOP_WORDS, normalise_name
+from retrieval.graph.runtime import KG, open_kg
 from retrieval.models import Chunk, GraphData
-from retrieval.retriever import search
-from retrieval.runtime import KG, open_kg
-from retrieval.verbalize import to_markdown
+from retrieval.search.decompose import entity_mentions
+from retrieval.search.retriever import search
+from retrieval.search.verbalize import to_markdown
 from tests.data.hostile.graph import (
     GRAPH,
     check_chunks,

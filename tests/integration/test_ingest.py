@@ -14,14 +14,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from retrieval import bm25, catalog
 from retrieval.cli import data as data_cli
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, StoreError
+from retrieval.graph import bm25, catalog
+from retrieval.graph.runtime import KG, open_kg
 from retrieval.ingest.build import IngestReport, build_graph, ingest, writer_lock
 from retrieval.ingest.bundle import load_bundle
-from retrieval.runtime import KG, open_kg
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""retrieval.inspect on the demo graph (Kuzu + Milvus Lite + MiniLM): pools, exact re-fusion, reranking."""
+"""retrieval.evaluation.inspect on the demo graph (Kuzu + Milvus Lite + MiniLM): pools, exact re-fusion, reranking."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from retrieval.inspect import (
+from retrieval.evaluation.inspect import (
     Memo,
     Pool,
     apply_rerankers,
@@ -15,10 +15,10 @@ from retrieval.inspect import (
     pool_order,
     refuse,
 )
+from retrieval.graph.runtime import KG
 from retrieval.models import VerbalizedFact
 from retrieval.rerank import GraphReranker, MMRReranker, NoRerank, RerankOutput
-from retrieval.runtime import KG
-from retrieval.tools import hybrid_search
+from retrieval.search.tools import hybrid_search
 
 pytestmark = pytest.mark.integration
 QUERY = "How does brand awareness connect to conversion rate?"

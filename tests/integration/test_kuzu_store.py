@@ -294,7 +294,7 @@ def test_reopen_read_only_then_write(tmp_path: Path, settings: Settings) -> None
 
 
 def test_read_only_lookups_reuse_plans_and_can_skip_chunk_lists(tmp_path: Path, settings: Settings) -> None:
-    from retrieval.graph_index import build_index, get_entities
+    from retrieval.graph.index import build_index, get_entities
 
     data = library()
     writer = _open(tmp_path / "v1", settings)

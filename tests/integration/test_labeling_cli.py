@@ -15,14 +15,14 @@ import typer
 from typer.testing import CliRunner
 
 from retrieval.cli.labels import register
-from retrieval.inspect import POOL_KINDS, candidate_pool
+from retrieval.evaluation.inspect import POOL_KINDS, candidate_pool
+from retrieval.evaluation.labels import ADJUDICATED, LabelStore
+from retrieval.evaluation.pooling import next_item, progress, queue
+from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import k_shortest_paths
 from retrieval.items import chunk_item_id, entity_item_id, path_item_id, relation_item_id
-from retrieval.labels import ADJUDICATED, LabelStore
 from retrieval.models import VerbalizedFact
-from retrieval.modes import MODES, run_mode
-from retrieval.pooling import next_item, progress, queue
-from retrieval.runtime import KG
-from retrieval.traverse import k_shortest_paths
+from retrieval.search.modes import MODES, run_mode
 from tests.conftest import DEMO_BUNDLE
 
 pytestmark = pytest.mark.integration

@@ -94,7 +94,7 @@ def test_summary_counts_mismatched_and_empty_answers() -> None:
 
 def test_facts_are_read_from_the_agent_markdown() -> None:
     from retrieval.models import SearchResult, VerbalizedFact
-    from retrieval.verbalize import to_markdown
+    from retrieval.search.verbalize import to_markdown
 
     texts = ("A --[R]--> B", "C 2. D")
     facts = tuple(VerbalizedFact.model_validate({"id": f"f{i}", "type": "global", "text": t})

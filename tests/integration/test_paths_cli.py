@@ -218,8 +218,8 @@ def test_memory_bad_id_through_python_dash_m(tmp_path: Path) -> None:
 def test_bfs_and_expand_read_details_from_kuzu(curie_dir: Path) -> None:
     from retrieval.config import Settings
     from retrieval.embedding import HashEmbedder
-    from retrieval.runtime import open_kg
-    from retrieval.traverse import bfs, expand
+    from retrieval.graph.runtime import open_kg
+    from retrieval.graph.traverse import bfs, expand
 
     kg = open_kg(Settings.from_env(env={}, data_dir=curie_dir), embedder=HashEmbedder())
     try:

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from retrieval.agent_tools import search_knowledge_graph
+from retrieval.answer.agent_tools import search_knowledge_graph
 from retrieval.config import Settings
 from retrieval.errors import ValidationError
+from retrieval.graph.runtime import KG
 from retrieval.models import SearchParams, SearchResult
-from retrieval.retriever import search
-from retrieval.runtime import KG
-from retrieval.verbalize import HEADER, NOTHING, to_markdown
+from retrieval.search.retriever import search
+from retrieval.search.verbalize import HEADER, NOTHING, to_markdown
 from tests.aio import run_async
 from tests.gemini_stub import gemini_stub
 

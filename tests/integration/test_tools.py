@@ -9,11 +9,11 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval.config import Settings
-from retrieval.dual_channel import dual_channel_search
 from retrieval.embedding import Embedder
-from retrieval.multidoc import multidoc_search
-from retrieval.runtime import KG, open_kg
-from retrieval.tools import comprehensive_search, fuse_weighted, graph_search, hybrid_search, vector_search
+from retrieval.graph.runtime import KG, open_kg
+from retrieval.search.dual_channel import dual_channel_search
+from retrieval.search.multidoc import multidoc_search
+from retrieval.search.tools import comprehensive_search, fuse_weighted, graph_search, hybrid_search, vector_search
 
 pytestmark = pytest.mark.integration
 Q = "How does price elasticity affect the choice of a penetration pricing strategy?"

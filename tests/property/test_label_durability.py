@@ -9,14 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from retrieval.labels import LabelStore, normalize_query
+from retrieval.evaluation.labels import LabelStore, normalize_query
 from tests.data.hostile.make_bundle import accepted
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = """
 import sys
 from pathlib import Path
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
 from tests.data.hostile.make_bundle import accepted
 store = LabelStore(Path(sys.argv[1]))
 for i, p in enumerate(accepted()):

@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from retrieval.decompose import entity_mentions, is_relationship_query, offline_decomposition
-from retrieval.graph_index import STOP_WORDS, GraphIndex, Mention, build_index, name_matcher, normalise_name
+from retrieval.graph.index import STOP_WORDS, GraphIndex, Mention, build_index, name_matcher, normalise_name
+from retrieval.search.decompose import entity_mentions, is_relationship_query, offline_decomposition
+from retrieval.search.tools import MAX_QUERY_CHARS
 from retrieval.stores.base import EdgeArrays
-from retrieval.tools import MAX_QUERY_CHARS
 from tests.data.hostile.make_bundle import load_payloads
 
 DEADLINE = timedelta(seconds=2)  # each call takes milliseconds; the slack is for a loaded 2-core machine

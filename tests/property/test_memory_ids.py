@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.memory import ID_PATTERN, GraphMemory
+from retrieval.explore.memory import ID_PATTERN, GraphMemory
 from retrieval.models import MemoryResult
 
 TRAVERSAL = ["../../etc/passwd", "..", ".", "a/../../b", "/etc", "C:\\Windows", "..\\..", "%2e%2e%2f", "a\x00b",

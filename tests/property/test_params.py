@@ -13,8 +13,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from retrieval.errors import ValidationError
 from retrieval.models import SearchParams
-from retrieval.retriever import check_query
-from retrieval.tools import (
+from retrieval.search.retriever import check_query
+from retrieval.search.tools import (
     MAX_QUERY_CHARS,
     ComprehensiveParams,
     HybridParams,

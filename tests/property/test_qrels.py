@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.errors import IngestError, ValidationError
-from retrieval.labels import (
+from retrieval.evaluation.labels import (
     LabelStore,
     current_labels,
     export_qrels,

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from retrieval.bench_scale import PAIRS, bench_queries, ensure_bundle, readme_tables, run_scale, shape_of
+from bench.scale import PAIRS, bench_queries, ensure_bundle, readme_tables, run_scale, shape_of
 from retrieval.cli import search as search_cli
 from retrieval.errors import ValidationError
 from tests.conftest import ROOT

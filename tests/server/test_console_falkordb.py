@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.catalog import GraphHandle
 from retrieval.config import Settings
-from retrieval.console import ConsoleError, explain, run_query
+from retrieval.explore.console import explain, run_query
+from retrieval.graph.catalog import GraphHandle
 from retrieval.ingest.bundle import load_bundle
 from retrieval.stores.base import StoreLocation
+from retrieval.stores.console import ConsoleError
 from retrieval.stores.falkordb import FalkorGraphStore
 from tests.conftest import DEMO_BUNDLE
 

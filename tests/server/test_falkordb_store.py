@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from bench.synth import write_synth_bundle
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, StoreError, ValidationError
 from retrieval.ingest.bundle import load_bundle
@@ -19,7 +20,6 @@ from retrieval.models import Chunk, Entity, GraphData, Relation
 from retrieval.stores.base import StoreLocation
 from retrieval.stores.falkordb import _INDEXES, FalkorGraphStore, delete_graph
 from retrieval.stores.kuzu import KuzuGraphStore
-from retrieval.synth import write_synth_bundle
 
 from .conftest import FalkorServer, run_script
 

@@ -11,10 +11,10 @@ from falkordb import Graph
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.graph.runtime import KG, open_kg
 from retrieval.ingest.build import drop_location, ingest
 from retrieval.ingest.bundle import load_bundle
 from retrieval.models import Chunk, GraphData
-from retrieval.runtime import KG, open_kg
 from retrieval.stores.falkordb import connection_pool
 from tests.data.hostile.graph import GRAPH, check_chunks, check_graph_store, check_lookups, check_vector_store
 from tests.data.hostile.make_bundle import Payload, accepted, write_bundle

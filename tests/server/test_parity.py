@@ -18,13 +18,13 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.graph.runtime import open_kg
 from retrieval.ingest.build import build_graph
 from retrieval.ingest.bundle import load_bundle
 from retrieval.ingest.hipporag import load_hipporag
 from retrieval.models import Entity, GraphData, Relation, SearchParams
-from retrieval.retriever import search
-from retrieval.runtime import open_kg
-from retrieval.tools import comprehensive_search
+from retrieval.search.retriever import search
+from retrieval.search.tools import comprehensive_search
 from tests.conftest import DEMO_BUNDLE, MUSIQUE, ROOT
 
 pytestmark = [pytest.mark.server, pytest.mark.integration]

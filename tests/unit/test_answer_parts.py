@@ -10,15 +10,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from retrieval.answer import build_prompt, check_citations, number_evidence, split_sentences, to_markdown
+from retrieval.answer.synthesis import build_prompt, check_citations, number_evidence, split_sentences, to_markdown
 from retrieval.config import Settings
-from retrieval.console import Collector, check_params, json_safe, parse_params
 from retrieval.errors import ValidationError
+from retrieval.evaluation.calibration import Labelled, calibrate, quality
+from retrieval.explore.console import check_params, parse_params
 from retrieval.llm import LLMError, gemini_stream
 from retrieval.models import Answer, EvidenceStrength, SearchResult, SourceMetadata, VerbalizedFact
-from retrieval.nomatch import Labelled, calibrate, gate, quality
+from retrieval.search.nomatch import gate
+from retrieval.search.verbalize import NOTHING
 from retrieval.stores.base import VectorHit
-from retrieval.verbalize import NOTHING
+from retrieval.stores.console import Collector, json_safe
 from tests.gemini_stub import StubState, gemini_stub
 
 
@@ -83,7 +85,7 @@ def test_gate_moves_facts_to_weak_matches_only_below_an_applied_threshold() -> N
 
 
 def test_strength_is_the_mean_best_cosine_of_the_three_collections() -> None:
-    from retrieval.nomatch import strength
+    from retrieval.search.nomatch import strength
 
     hit = lambda s: [VectorHit("x", s, {}), VectorHit("y", s - 0.1, {})]  # noqa: E731
     found = strength(hit(0.6), hit(0.3), hit(0.0), "all-MiniLM-L6-v2")

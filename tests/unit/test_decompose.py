@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from retrieval.config import Settings
-from retrieval.decompose import NO_GEMINI, decompose, entity_mentions, is_relationship_query, offline_decomposition
-from retrieval.graph_index import build_index, name_matcher
+from retrieval.graph.index import build_index, name_matcher
+from retrieval.search.decompose import (
+    NO_GEMINI,
+    decompose,
+    entity_mentions,
+    is_relationship_query,
+    offline_decomposition,
+)
 from retrieval.stores.base import EdgeArrays, VectorHit
 from tests.gemini_stub import gemini_stub
 

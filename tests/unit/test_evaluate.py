@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.embedding import Embedder
-from retrieval.evaluate import evaluate, evaluate_rerankers, measures_for
-from retrieval.labels import make_label, query_id
+from retrieval.evaluation.evaluate import evaluate, evaluate_rerankers, measures_for
+from retrieval.evaluation.labels import make_label, query_id
 from retrieval.models import VerbalizedFact
 from retrieval.rerank import CrossEncoderReranker, MMRReranker, NoRerank, Reranker
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from retrieval.errors import ValidationError
-from retrieval.export import (
+from retrieval.explore.export import (
     from_json,
     induced_edges,
     merge_subgraphs,
@@ -23,11 +23,11 @@ from retrieval.export import (
     to_json,
     to_networkx,
 )
-from retrieval.graph_index import build_index
-from retrieval.memory import GraphMemory
+from retrieval.explore.memory import GraphMemory
+from retrieval.graph.index import build_index
+from retrieval.graph.traverse import bfs, expand
 from retrieval.models import Entity, Relation, Subgraph
 from retrieval.stores.base import EdgeArrays
-from retrieval.traverse import bfs, expand
 
 SCRIPT = "</script><script>alert('x')</script>"
 QUOTES = 'say "hi" & \'bye\' <b>'

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from retrieval.config import Settings
-from retrieval.extract import extractor_for
-from retrieval.extract.base import ChunkInput, merge_graphs
-from retrieval.extract.gemini import CACHE_FILE, GeminiExtractor
-from retrieval.extract.offline import OfflineExtractor
+from retrieval.ingest.extract import extractor_for
+from retrieval.ingest.extract.base import ChunkInput, merge_graphs
+from retrieval.ingest.extract.gemini import CACHE_FILE, GeminiExtractor
+from retrieval.ingest.extract.offline import OfflineExtractor
 from retrieval.llm import LLMError
 from tests.gemini_stub import gemini_stub, prompt_of
 

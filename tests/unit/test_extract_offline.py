@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from retrieval.extract.base import ChunkInput, entity_id, merge_graphs, name_key, relation_type
-from retrieval.extract.offline import CO_OCCURS, OfflineExtractor
+from retrieval.ingest.extract.base import ChunkInput, entity_id, merge_graphs, name_key, relation_type
+from retrieval.ingest.extract.offline import CO_OCCURS, OfflineExtractor
 
 CHUNKS = [
     ChunkInput("a", "The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the "

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from retrieval.communities import chapter_names, claim_text, compute_communities
 from retrieval.errors import IngestError
+from retrieval.graph.communities import chapter_names, claim_text, compute_communities
 from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import check_graph, detect_format
 from retrieval.ingest.csvgraph import load_csv

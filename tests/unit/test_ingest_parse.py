@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import bm25
 from retrieval.config import Settings
 from retrieval.errors import IngestError
+from retrieval.graph import bm25
 from retrieval.ingest.build import check_graph, content_hash, data_counts, detect_format
 from retrieval.ingest.bundle import load_bundle, relation_id
 from retrieval.ingest.hipporag import load_hipporag, normalise_phrase, relation_type_of

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.agreement import agreement
 from retrieval.errors import IngestError, NotFoundError, StoreError, ValidationError
-from retrieval.evaluate import bootstrap_ci, evaluate, paired_p_value
-from retrieval.labels import (
+from retrieval.evaluation.agreement import agreement
+from retrieval.evaluation.evaluate import bootstrap_ci, evaluate, paired_p_value
+from retrieval.evaluation.labels import (
     ADJUDICATED,
     CONSENSUS,
     SCHEMA_VERSION,
@@ -28,7 +28,13 @@ from retrieval.labels import (
     resolve_labels,
     shown_labels,
 )
-from retrieval.querysets import MAX_QUERY_CHARS, get_query_set, import_queries, list_query_sets, parse_query_set
+from retrieval.evaluation.querysets import (
+    MAX_QUERY_CHARS,
+    get_query_set,
+    import_queries,
+    list_query_sets,
+    parse_query_set,
+)
 from tests.data.hostile.make_bundle import accepted
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +102,7 @@ def connect(*args, **kwargs):
     conn.set_trace_callback(lambda sql: os.kill(os.getpid(), signal.SIGKILL) if "DROP TABLE" in sql else None)
     return conn
 sqlite3.connect = connect
-from retrieval.labels import LabelStore
+from retrieval.evaluation.labels import LabelStore
 LabelStore(sys.argv[1])
 print("migrated without being killed")
 """

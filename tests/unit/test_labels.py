@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from retrieval.cli.labels import register
 from retrieval.errors import IngestError, ValidationError
-from retrieval.labels import (
+from retrieval.evaluation.labels import (
     LabelStore,
     current_labels,
     export_qrels,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval.errors import ValidationError
-from retrieval.memory import ID_PATTERN, GraphMemory, check_id, list_namespaces, list_tenants
+from retrieval.explore.memory import ID_PATTERN, GraphMemory, check_id, list_namespaces, list_tenants
 from retrieval.models import Entity, Relation
 
 NODES = [

@@ -1,4 +1,4 @@
-"""Personalised PageRank (retrieval.ppr) against networkx on small graphs, plus its edge cases."""
+"""Personalised PageRank (retrieval.graph.ppr) against networkx on small graphs, plus its edge cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from retrieval.errors import ValidationError
-from retrieval.ppr import Transition, personalized_pagerank, ppr, specificity
+from retrieval.graph.ppr import Transition, personalized_pagerank, ppr, specificity
 
 
 def _random_graph(n: int, m: int, seed: int) -> tuple[sp.csr_matrix, nx.DiGraph]:

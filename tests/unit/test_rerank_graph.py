@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from retrieval.embedding import Embedder
-from retrieval.graph_index import GraphIndex, build_index
+from retrieval.graph.index import GraphIndex, build_index
 from retrieval.models import VerbalizedFact
 from retrieval.rerank import GraphReranker, PageRankCache, compute_pagerank
 from retrieval.stores.base import EdgeArrays

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.embedding import Embedder
+from retrieval.embedding import Embedder, EmbeddingCache
 from retrieval.models import VerbalizedFact
-from retrieval.rerank import EmbeddingCache, MMRReranker, NoRerank, mmr_order, rerank_by_key
+from retrieval.rerank import MMRReranker, NoRerank, mmr_order, rerank_by_key
 
 QUERY = "What is the capital of France?"
 TEXTS = [

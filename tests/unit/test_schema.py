@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.graph_index import build_index, schema
+from retrieval.graph.index import build_index, schema
 from retrieval.stores.base import EdgeArrays
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.synth import ENTITY_TYPES, RELATION_TYPES, write_synth_bundle
 from retrieval.errors import ValidationError
 from retrieval.ingest.bundle import load_bundle
-from retrieval.synth import ENTITY_TYPES, RELATION_TYPES, write_synth_bundle
 
 FILES = ("documents.jsonl", "chunks.jsonl", "entities.jsonl", "relations.jsonl")
 

@@ -9,10 +9,10 @@ import pytest
 
 from retrieval.embedding import Embedder
 from retrieval.errors import NotFoundError, ValidationError
-from retrieval.graph_index import GraphIndex, build_index
-from retrieval.ppr import personalized_pagerank
+from retrieval.graph.index import GraphIndex, build_index
+from retrieval.graph.ppr import personalized_pagerank
+from retrieval.graph.traverse import bfs, expand, k_shortest_paths, verbalize
 from retrieval.stores.base import EdgeArrays
-from retrieval.traverse import bfs, expand, k_shortest_paths, verbalize
 
 
 def make_index(edges: list[tuple[str, str, str]], weights: dict[int, float] | None = None) -> GraphIndex:
@@ -219,7 +219,7 @@ def test_verbalize_without_descriptions() -> None:
 
 
 def test_hub_region_too_large_shortens_the_hop_limit_visibly(monkeypatch: pytest.MonkeyPatch) -> None:
-    import retrieval.traverse as traverse
+    import retrieval.graph.traverse as traverse
 
     index = make_index(PATHS, weights={2: 3.0})
     monkeypatch.setattr(traverse, "_REGION_EDGES", 5)  # the 4-hop region has 12 edges, the 2-hop one 4

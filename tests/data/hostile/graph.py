@@ -13,7 +13,7 @@ from retrieval.embedding import Embedder
 from retrieval.ingest.build import entity_text, ingest
 from retrieval.ingest.bundle import load_bundle
 from retrieval.models import Chunk, GraphData
-from retrieval.runtime import KG
+from retrieval.graph.runtime import KG
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS
 from tests.data.hostile.make_bundle import HUB_ID, Payload, write_bundle
 

@@ -1,0 +1,1 @@
+"""Benchmark harnesses: synthetic graphs and the scale benchmark (not part of the engine)."""
