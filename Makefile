@@ -27,11 +27,14 @@ run: $(STAMP)
 test: $(STAMP)
 	bash scripts/install_browser
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 demo: $(STAMP)
 	KG_DATA_DIR=$(DATA) $(PY) -m retrieval demo

@@ -266,7 +266,7 @@ def gemini_status(cfg: Settings) -> Capability:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _graph_stats(_kg: KG, name: str, version: str) -> GraphStats:
-    from retrieval.ingest.build import graph_stats
+    from retrieval.graph.stats import graph_stats
 
     return graph_stats(_kg.handle, _kg.graph, _kg.vectors)
 

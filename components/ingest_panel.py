@@ -20,8 +20,9 @@ from retrieval.errors import IngestError, RetrievalError
 from retrieval.graph import catalog
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import build_graph, default_name, load_data
+from retrieval.ingest.build import build_graph
 from retrieval.ingest.graphml import MAPPING_KEYS
+from retrieval.ingest.load import default_name, load_data
 from retrieval.models import GraphStats
 
 FORMATS = ("auto", *FORMAT_NAMES)  # every registered reader, so a new format shows up here by itself

@@ -14,17 +14,11 @@ from components.grader import GradeRow, GradeTarget, Tag, apply_pending, label_s
 from components.text import clean, md_code, md_literal, short, slug
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
-from retrieval.evaluation.labels import (
-    ADJUDICATED,
-    QRELS_FILE,
-    QUERIES_FILE,
-    Label,
-    LabelStore,
-    export_qrels,
-    resolve_labels,
-)
+from retrieval.evaluation.consensus import resolve_labels
+from retrieval.evaluation.labels import ADJUDICATED, Label, LabelStore
 from retrieval.evaluation.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_info, progress, queue, stored_pool
 from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
+from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels
 from retrieval.graph.runtime import KG
 from retrieval.search.modes import MODES
 

@@ -9,7 +9,7 @@ formats, search modes, rerankers and extractors are registries of this one shape
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,9 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self.entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
 
     def valid(self) -> str:
         return ", ".join(self.entries)

@@ -24,9 +24,18 @@ DULCE = ROOT.parent / "shared" / "data" / "graphrag_operation_dulce"
 FALKORDB_HANG = r"StoreError: FalkorDB at \S+ did not answer within"
 
 
+# `make test` spreads the suite over both cores (pytest-xdist, --dist loadgroup). The tiers that share one
+# session-wide service stay together on one worker, so each starts its servers once: the browser tier (one
+# `streamlit run` and chromium) and the server tier (FalkorDB and the Milvus standalone server).
+GROUPS = {"browser": "browser", "server": "server"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:  # the pattern is FalkorDB's own timeout message: only a FalkorDB test can match it
         item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[FALKORDB_HANG]))
+        tier = Path(str(item.fspath)).parent.name
+        if tier in GROUPS:
+            item.add_marker(pytest.mark.xdist_group(GROUPS[tier]))
 
 
 @pytest.fixture(scope="session")

@@ -135,7 +135,8 @@ def calibration(settings: Any, graph: str, musique: Path | None, musique_data_di
     sets.append((settings, graph, "demo", demo))
     if musique is not None:
         from retrieval.evaluation.passage_rank import load_hipporag_queries
-        from retrieval.ingest.build import build_graph, default_name, load_data
+        from retrieval.ingest.build import build_graph
+        from retrieval.ingest.load import default_name, load_data
 
         name = default_name(musique)
         msettings = settings_from(musique_data_dir or Path("data/eval") / name)

@@ -64,7 +64,7 @@ def _ingest(
 
 def read_stats(settings: Settings, name: str | None = None) -> tuple[GraphStats, tuple[str, ...]]:
     """Count graph `name` (default: active) from its stores, then close them; warnings say what was left out."""
-    from retrieval.ingest.build import graph_stats
+    from retrieval.graph.stats import graph_stats
 
     handle = catalog.resolve(settings.data_dir, name or settings.graph_name or None)
     graph = open_graph_store(settings, handle.location)

@@ -187,8 +187,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Path | None = DataDirOpt,
     ) -> None:
         """Import graded labels (0-3) from TREC qrels (default version: the active graph's); all-or-nothing."""
-        from retrieval.evaluation.labels import import_qrels
         from retrieval.evaluation.querysets import get_query_set
+        from retrieval.evaluation.trec import import_qrels
 
         with cli_errors():
             settings = settings_from(data_dir)
@@ -287,7 +287,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export labels as TREC qrels plus queries.tsv: one annotator's, or adjudicated (explicit adjudication,
         else the annotators' consensus; even splits left out unless --include-ties)."""
-        from retrieval.evaluation.labels import QRELS_FILE, QUERIES_FILE, export_qrels, resolve_labels
+        from retrieval.evaluation.consensus import resolve_labels
+        from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels
 
         with cli_errors():
             if format != "qrels":
@@ -328,8 +329,8 @@ def register(app: typer.Typer) -> None:
         """Run each labelled query through every mode and reranker; nDCG@k, P@k, R@k, MRR per system with 95%
         bootstrap intervals, unjudged counts, lift over no rerank and (--compare) a paired test."""
         from retrieval.evaluation.evaluate import evaluate
-        from retrieval.evaluation.labels import export_run
         from retrieval.evaluation.pooling import RERANK_PREFIX, choose_rerankers, run_systems
+        from retrieval.evaluation.trec import export_run
         from retrieval.graph.runtime import open_kg
 
         with cli_errors():

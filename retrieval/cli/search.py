@@ -46,7 +46,7 @@ def bench_questions(handle_source: str, limit: int | None) -> tuple[str, list[st
     source = Path(handle_source) if handle_source else None
     if source is not None and source.is_dir() and any(source.glob("openie_*.json")):
         from retrieval.evaluation.passage_rank import load_hipporag_queries
-        from retrieval.ingest.build import load_data
+        from retrieval.ingest.load import load_data
 
         what = f"the benchmark questions of {source}"
         questions = [q.question for q in load_hipporag_queries(source, load_data(source, "hipporag"))]
@@ -154,7 +154,8 @@ def register(app: typer.Typer) -> None:
         )
         from retrieval.graph.runtime import open_kg
         from retrieval.ingest import IngestOptions
-        from retrieval.ingest.build import build_graph, default_name, load_data
+        from retrieval.ingest.build import build_graph
+        from retrieval.ingest.load import default_name, load_data
 
         with cli_errors():
             if fmt not in ("hipporag", "documents"):

@@ -20,7 +20,8 @@ from itertools import combinations
 
 import numpy as np
 
-from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, Label, consensus_grade, latest_per_annotator, query_id
+from retrieval.evaluation.consensus import consensus_grade, latest_per_annotator
+from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, Label, query_id
 from retrieval.models import Record
 
 GRADES = (0, 1, 2, 3)

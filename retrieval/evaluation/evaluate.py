@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.errors import ValidationError
-from retrieval.evaluation.labels import Label, current_labels, query_id, resolve_labels
+from retrieval.evaluation.consensus import current_labels, resolve_labels
+from retrieval.evaluation.labels import Label, query_id
 from retrieval.models import Record, VerbalizedFact
 from retrieval.rerank.base import Reranker
 

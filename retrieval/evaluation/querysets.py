@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 from retrieval.errors import IngestError, NotFoundError, ValidationError
-from retrieval.evaluation.labels import LabelStore, file_lines, normalize_query, read_text_file, tsv_query_rows
+from retrieval.evaluation.labels import LabelStore, normalize_query
+from retrieval.evaluation.trec import file_lines, read_text_file, tsv_query_rows
 from retrieval.models import MAX_QUERY_CHARS, Record
 
 MAX_SET_NAME = 100

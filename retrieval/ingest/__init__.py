@@ -1,17 +1,20 @@
-"""Input formats: one module per format, each a reader `load(path, options) -> GraphData` (validated).
+"""Input formats: one module per format, each declaring its `FORMAT`: a detector (does a folder hold this format?)
+beside its reader (`read(path, options) -> GraphData`, validated).
 
-`FORMATS` maps a format name to "module:function"; readers are imported lazily, as the store registry does.
+`FORMATS` is a `retrieval.registry.Registry` of name -> "module:FORMAT", in detection order (the first format
+whose detector answers yes wins; documents last, as other formats' folders may hold a README.md). Modules are
+imported lazily, as the store registry does.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.errors import IngestError
+from retrieval.registry import Registry
 
 if TYPE_CHECKING:
     from retrieval.config import Settings
@@ -19,15 +22,6 @@ if TYPE_CHECKING:
 
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 
-FORMATS: dict[str, str] = {
-    "bundle": "retrieval.ingest.bundle:load_bundle",
-    "hipporag": "retrieval.ingest.hipporag:load_hipporag",
-    "graphrag": "retrieval.ingest.graphrag:load_graphrag",
-    "lightrag": "retrieval.ingest.lightrag:load_lightrag",
-    "graphml": "retrieval.ingest.graphml:load_graphml",
-    "csv": "retrieval.ingest.csvgraph:load_csv",
-    "documents": "retrieval.ingest.documents:load_documents",
-}
 
 
 @dataclass(frozen=True)
@@ -47,11 +41,31 @@ class IngestOptions:
 Reader = Callable[[Path, IngestOptions], "GraphData"]
 
 
+@dataclass(frozen=True)
+class Format:
+    """What a format module declares: `detect(folder)` tells whether the folder holds this format (by its marker
+    files), `read(folder, options)` parses it."""
+
+    detect: Callable[[Path], bool]
+    read: Reader
+
+
+def _unknown(message: str) -> IngestError:
+    return IngestError("<format>", 0, "format", message.replace("valid: ", "valid: auto, "))
+
+
+FORMATS = Registry("format", {
+    "hipporag": "retrieval.ingest.hipporag:FORMAT",
+    "bundle": "retrieval.ingest.bundle:FORMAT",
+    "graphrag": "retrieval.ingest.graphrag:FORMAT",
+    "lightrag": "retrieval.ingest.lightrag:FORMAT",
+    "csv": "retrieval.ingest.csvgraph:FORMAT",
+    "graphml": "retrieval.ingest.graphml:FORMAT",
+    "documents": "retrieval.ingest.documents:FORMAT",
+}, ("detect", "read"), _unknown)
+
+
 def reader(fmt: str) -> Reader:
     """The reader function of format `fmt`; IngestError listing the valid names for an unknown one."""
-    if fmt not in FORMATS:
-        valid = ", ".join(["auto", *sorted(FORMATS)])
-        raise IngestError("<format>", 0, "format", f"unknown format {fmt!r}; valid: {valid}")
-    module, func = FORMATS[fmt].split(":")
-    fn: Reader = getattr(importlib.import_module(module), func)
-    return fn
+    form: Format = FORMATS.load(fmt)
+    return form.read

@@ -2,47 +2,31 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from tqdm import tqdm
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
-from retrieval.graph import bm25, catalog
-from retrieval.graph.communities import Extras, chapter_names, compute_communities, load_extras, save_extras
-from retrieval.ingest import IngestOptions, ProgressFn, reader
+from retrieval.graph import catalog
+from retrieval.graph.communities import Extras, chapter_names, compute_communities, save_extras
+from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
-from retrieval.models import Chunk, Entity, GraphData, GraphStats, Relation
+from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
+from retrieval.ingest.write import entity_text, fill_version
+from retrieval.models import Chunk, Entity, GraphData, Relation
 from retrieval.stores.base import (
-    CHUNKS,
-    ENTITIES,
-    RELATIONS,
-    GraphStore,
     StoreLocation,
-    VectorStore,
-    graph_backend,
-    open_graph_store,
-    open_vector_store,
 )
 
 # Bump when the way GraphData becomes stores changes, so an unchanged input is rebuilt once.
 BUILD_SCHEMA = 2  # 2: the extras.json sidecar (communities, claims, chapter names)
-EMBED_BATCH = 1024  # texts per embedder call (one progress step)
-INSERT_ROWS = 50_000  # rows per vector insert: bounded memory, few flushes
-KEEP_PREVIOUS = 1  # versions kept besides the live one, for readers that still have them open
-_BUILD_INFO = "build.json"
 
 
 @dataclass(frozen=True)
@@ -149,198 +133,6 @@ def content_hash(data: GraphData, settings: Settings, embed_model: str) -> str:
 # --- stores -------------------------------------------------------------------------------------
 
 
-def _server_side(settings: Settings) -> bool:
-    """Whether some store keeps data outside the version directory (then it must be dropped by key)."""
-    return settings.graph_backend != "kuzu" or "://" in settings.milvus_uri
-
-
-def drop_location(settings: Settings, location: StoreLocation) -> None:
-    """Remove a version's server-side resources (FalkorDB graph, Milvus collections) by its key."""
-    if not _server_side(settings):
-        return
-    graph_backend(settings).delete_graph(settings, location)
-    vectors = open_vector_store(settings, location)
-    try:
-        vectors.drop()
-    finally:
-        vectors.close()
-
-
-def _groups(n: int, texts: Sequence[str], size: int) -> Iterator[list[int]]:
-    # Longest first, so that each model batch pads to similar lengths.
-    order = sorted(range(n), key=lambda i: -len(texts[i]))
-    for start in range(0, n, size):
-        yield order[start : start + size]
-
-
-def entity_text(entity: Entity) -> str:
-    """What the Entities collection embeds: `name: description` (name alone without a description)."""
-    return f"{entity.name}: {entity.description}" if entity.description else entity.name
-
-
-def relation_text(relation: Relation, names: dict[str, str]) -> str:
-    """The relation's sentence; without one, `source TYPE target` from the entity names."""
-    if relation.description:
-        return relation.description
-    return f"{names.get(relation.source_id, relation.source_id)} {relation.relation_type} " \
-        f"{names.get(relation.target_id, relation.target_id)}"
-
-
-def entity_row(e: Entity, text: str) -> dict[str, Any]:
-    return {"id": e.id, "name": e.name, "type": e.type, "text": text}
-
-
-def relation_row(r: Relation, text: str) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "text": text,
-        "source_id": r.source_id,
-        "target_id": r.target_id,
-        "relation_type": r.relation_type,
-    }
-
-
-def chunk_row(c: Chunk) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "text": c.text,
-        "source": c.source,
-        "original_document": c.original_document,
-        "chapter": c.chapter,
-        "author": c.author,
-        "position": c.position,
-    }
-
-
-def _embed_into(
-    vectors: VectorStore,
-    embedder: Embedder,
-    collection: str,
-    items: Sequence[Any],
-    texts: Sequence[str],
-    row: Callable[[Any, str], dict[str, Any]],
-    progress: bool,
-    seconds: dict[str, float],
-    report: ProgressFn | None = None,
-) -> None:
-    bar = tqdm(total=len(texts), desc=f"embed {collection}", unit="text", disable=not progress, leave=False)
-    done = 0
-    stage = f"embedding {collection}"
-    if report is not None:
-        report(stage, 0, len(texts))
-    try:
-        # Few large inserts: each Milvus insert ends in a flush, and fewer segments also search faster.
-        for group in _groups(len(texts), texts, INSERT_ROWS):
-            # Each distinct text is embedded once (relations extracted from documents share their sentence).
-            slot: dict[str, int] = {}
-            for i in group:
-                slot.setdefault(texts[i], len(slot))
-            distinct = list(slot)
-            parts = []
-            for start in range(0, len(distinct), EMBED_BATCH):
-                batch = distinct[start : start + EMBED_BATCH]
-                t = time.perf_counter()
-                parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
-                seconds["embed"] = seconds.get("embed", 0.0) + time.perf_counter() - t
-                bar.update(len(batch))
-                done += len(batch)
-                if report is not None:
-                    report(stage, done, len(texts))
-            bar.update(len(group) - len(distinct))
-            done += len(group) - len(distinct)  # repeated texts reuse their vector
-            if report is not None:
-                report(stage, done, len(texts))
-            matrix = np.concatenate(parts)[[slot[texts[i]] for i in group]]
-            t = time.perf_counter()
-            vectors.insert(collection, [row(items[i], texts[i]) for i in group], matrix)
-            seconds["vectors"] = seconds.get("vectors", 0.0) + time.perf_counter() - t
-    finally:
-        bar.close()
-
-
-@contextmanager
-def writer_lock(data_dir: Path) -> Iterator[None]:
-    """One ingest at a time per data directory (an advisory flock, released if the process dies)."""
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        lock_file = (data_dir / ".ingest.lock").open("a")
-    except OSError as exc:  # a read-only mount, a full disk, no permission
-        raise StoreError(f"cannot write to the data directory {data_dir}: {exc.strerror or exc}") from exc
-    with lock_file as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise StoreError(f"another ingest is writing to {data_dir}; try again when it has finished") from exc
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _clean_abandoned(settings: Settings) -> None:
-    # Under the writer lock every build directory is abandoned (its ingest was killed).
-    versions = settings.data_dir / "versions"
-    for build in versions.glob(".build-*") if versions.is_dir() else []:
-        info = build / _BUILD_INFO
-        if _server_side(settings) and info.is_file():
-            drop_location(settings, StoreLocation(dir=build, key=json.loads(info.read_text())["key"]))
-    catalog.clean_abandoned_builds(settings.data_dir, older_than_s=0.0)
-
-
-def lost_data(settings: Settings, live: catalog.GraphHandle) -> str:
-    """Why the live version's stores no longer hold what its manifest counts ('' if they do, or cannot be read).
-
-    A FalkorDB server restarted without persistence or a deleted Milvus Lite file leave the manifest intact and
-    the data gone; re-ingesting the same input must then rebuild rather than report "unchanged". A store that
-    cannot be opened at all (a server down, Milvus Lite held by a running app) proves nothing, so it counts as
-    intact: the ingest stays a no-op, and the error shows where the store is used.
-    """
-    want = live.manifest.get("counts", {})
-    try:
-        graph = open_graph_store(settings, live.location)
-    except StoreError:
-        return ""
-    try:
-        have = graph.counts()
-    except StoreError as exc:  # opened, but its data cannot be read (e.g. a server that lost the graph)
-        return str(exc)
-    finally:
-        graph.close()
-    try:
-        vectors = open_vector_store(settings, live.location)
-    except StoreError:
-        return ""
-    try:
-        have.update({f"{c} vectors": vectors.count(c) for c in (ENTITIES, RELATIONS, CHUNKS)})
-    except StoreError as exc:
-        return str(exc)
-    finally:
-        vectors.close()
-    expected = {
-        **{k: int(want.get(k, 0)) for k in ("entities", "relations", "chunks")},
-        f"{ENTITIES} vectors": int(want.get("entities", 0)),
-        f"{RELATIONS} vectors": int(want.get("relations", 0)),
-        f"{CHUNKS} vectors": int(want.get("chunks", 0)),
-    }
-    short = [f"{k} {have.get(k, 0)} of {n}" for k, n in expected.items() if have.get(k, 0) != n]
-    return f"its stores hold {', '.join(short)}" if short else ""
-
-
-def _retire(settings: Settings, name: str) -> list[str]:
-    """Delete versions of `name` older than the live one and the KEEP_PREVIOUS before it."""
-    mine = catalog.stale_versions(settings.data_dir, name)
-    # Version ids end in their UTC build time; the directory's mtime breaks same-second ties.
-    mine.sort(key=lambda p: (p.name.rsplit("-", 1)[-1], p.stat().st_mtime_ns), reverse=True)
-    removed = []
-    for path in mine[KEEP_PREVIOUS:]:
-        manifest = path / catalog.MANIFEST
-        if manifest.is_file():
-            drop_location(settings, StoreLocation(dir=path, key=json.loads(manifest.read_text())["key"]))
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path.name)
-    return removed
-
-
 # --- build --------------------------------------------------------------------------------------
 
 
@@ -378,7 +170,7 @@ def build_graph(
                 if not lost:
                     return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings)
                 warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
-        _clean_abandoned(settings)
+        clean_abandoned(settings)
         version = f"{digest[:12]}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
         key = f"{name.replace('-', '_')}_{version.replace('-', '')}"
         try:
@@ -387,7 +179,7 @@ def build_graph(
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
         try:
-            catalog.write_json_atomic(build_dir / _BUILD_INFO, {"name": name, "key": key})
+            catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
             t = time.perf_counter()
             say("communities", 0, 1)
             communities = data.communities or compute_communities(data)
@@ -395,7 +187,7 @@ def build_graph(
             save_extras(build_dir, Extras(communities, data.claims, chapter_names(data.chunks)))
             say("communities", 1, 1)
             seconds["communities"] = time.perf_counter() - t
-            dim = _fill(settings, data, location, embedder, progress, seconds, say)
+            dim = fill_version(settings, data, location, embedder, progress, seconds, say)
             manifest = {
                 "name": name,
                 "version": version,
@@ -412,130 +204,22 @@ def build_graph(
             }
             t = time.perf_counter()
             say("committing", 0, 1)
-            (build_dir / _BUILD_INFO).unlink()
+            (build_dir / BUILD_INFO).unlink()
             handle = catalog.commit_build(data_dir, name, build_dir, manifest)
             say("committing", 1, 1)
             seconds["commit"] = time.perf_counter() - t
         except BaseException as exc:
-            _discard(settings, location)
+            discard(settings, location)
             if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
                 raise
             raise StoreError(f"ingest of graph {name!r} failed, previous version kept: {exc}") from exc
         t = time.perf_counter()
-        _retire(settings, name)
+        retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
     return IngestReport(handle, False, counts, seconds, warnings)
 
 
-def _fill(
-    settings: Settings,
-    data: GraphData,
-    location: StoreLocation,
-    embedder: Embedder,
-    progress: bool,
-    seconds: dict[str, float],
-    say: ProgressFn,
-) -> int:
-    """Write graph, vectors and BM25 of one version; returns the vector dimension."""
-    graph: GraphStore | None = None
-    vectors: VectorStore | None = None
-    try:
-        t = time.perf_counter()
-        say("graph store", 0, 1)
-        graph = open_graph_store(settings, location)
-        graph.upsert(data)
-        say("graph store", 1, 1)
-        seconds["graph"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        vectors = open_vector_store(settings, location)
-        vectors.ensure(embedder.dim)
-        seconds["vectors"] = time.perf_counter() - t
-        names = {e.id: e.name for e in data.entities}
-        _embed_into(vectors, embedder, ENTITIES, data.entities, [entity_text(e) for e in data.entities],
-                    entity_row, progress, seconds, say)
-        _embed_into(vectors, embedder, RELATIONS, data.relations,
-                    [relation_text(r, names) for r in data.relations], relation_row, progress, seconds, say)
-        chunk_texts = [bm25.chunk_text(c) for c in data.chunks]
-        _embed_into(vectors, embedder, CHUNKS, data.chunks, chunk_texts, lambda c, _text: chunk_row(c), progress,
-                    seconds, say)
-
-        t = time.perf_counter()
-        say("BM25 index", 0, 1)
-        index = bm25.build_index([c.id for c in data.chunks], chunk_texts)
-        bm25.save_index(index, location.dir / "bm25")
-        say("BM25 index", 1, 1)
-        seconds["bm25"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        say("vector index", 0, 1)
-        vectors.wait_ready()  # a server answers from a temporary index until its real one is built
-        say("vector index", 1, 1)
-        seconds["index"] = time.perf_counter() - t
-        return int(embedder.dim)
-    finally:
-        # Close before the commit renames the directory (and before a discard deletes it).
-        for store in (vectors, graph):
-            if store is not None:
-                store.close()
-
-
-def _discard(settings: Settings, location: StoreLocation) -> None:
-    try:
-        drop_location(settings, location)
-    except RetrievalError:
-        # Keep the build directory: its build.json names the server key, which the next ingest drops.
-        return
-    catalog.discard_build(location.dir)
-
-
 # --- entry points -------------------------------------------------------------------------------
-
-
-# (format, what marks it): the first match wins.
-_DETECT: tuple[tuple[str, Callable[[Path], bool]], ...] = (
-    ("hipporag", lambda p: any(p.glob("openie_*.json"))),
-    ("bundle", lambda p: (p / "chunks.jsonl").is_file()),
-    ("graphrag", lambda p: (p / "entities.parquet").is_file() or (p / "create_final_entities.parquet").is_file()),
-    ("lightrag", lambda p: (p / "graph_chunk_entity_relation.graphml").is_file()),
-    ("csv", lambda p: (p / "nodes.csv").is_file() and (p / "relationships.csv").is_file()),
-    ("graphml", lambda p: len(list(p.glob("*.graphml"))) == 1),
-    ("documents", lambda p: _has_documents(p)),  # last: the other formats' folders may hold a README.md
-)
-
-
-def detect_format(path: Path) -> str:
-    """The format whose marker files the folder holds (see `_DETECT`)."""
-    for fmt, marks in _DETECT:
-        if marks(path):
-            return fmt
-    raise IngestError(
-        str(path), 0, "path",
-        "no known format: expected a bundle (chunks.jsonl), HippoRAG output (openie_*.json), a GraphRAG output "
-        "folder (entities.parquet), a LightRAG working dir (graph_chunk_entity_relation.graphml), nodes.csv + "
-        "relationships.csv, one .graphml file, or a folder of documents (.txt, .md, .pdf, .epub)",
-    )
-
-
-def _has_documents(path: Path) -> bool:
-    from retrieval.ingest.books import SUFFIXES
-
-    return any(p.suffix.lower() in SUFFIXES and p.is_file() for p in path.rglob("*"))
-
-
-def load_data(path: str | Path, fmt: str = "auto", options: IngestOptions | None = None) -> GraphData:
-    """Parse `path` as format `fmt` (a name in `retrieval.ingest.FORMATS`, or `auto`: detected)."""
-    path = Path(path)
-    if not path.is_dir():
-        raise IngestError(str(path), 0, "path", "not a directory")
-    fmt = detect_format(path) if fmt == "auto" else fmt
-    return reader(fmt)(path, options or IngestOptions())
-
-
-def default_name(path: Path) -> str:
-    """A graph name from a folder name (letters, digits, '_' and '-')."""
-    raw = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-") else "_" for ch in path.resolve().name)
-    return (raw.strip("_-") or "graph")[:64]
 
 
 def ingest(
@@ -571,30 +255,4 @@ def ingest(
         report.handle, report.unchanged, report.counts, {**before, **report.seconds}, report.warnings
     )
 
-
-def graph_stats(handle: catalog.GraphHandle, graph: GraphStore, vectors: VectorStore | None) -> GraphStats:
-    """Counts read from the open stores (not only the manifest), with the version's identity.
-
-    Without a vector store (e.g. Milvus Lite held by another process) `vectors` is left empty.
-    """
-    counts = {**handle.manifest.get("counts", {}), **graph.counts()}
-    vector_counts = {c: vectors.count(c) for c in (ENTITIES, RELATIONS, CHUNKS)} if vectors is not None else {}
-    m = handle.manifest
-    extras = load_extras(handle.dir)
-    return GraphStats(
-        name=handle.name,
-        version=handle.version,
-        books=int(counts.get("books", 0)),
-        chapters=int(counts.get("chapters", 0)),
-        chunks=int(counts.get("chunks", vector_counts.get(CHUNKS, 0))),
-        entities=int(counts.get("entities", 0)),
-        relations=int(counts.get("relations", 0)),
-        graph_backend=str(m.get("graph_backend", "")),
-        vector_backend=str(m.get("vector_backend", "")),
-        created_at=str(m.get("created_at", "")),
-        embed_model=str(m.get("embed_model", "")),
-        vectors=vector_counts,
-        communities=len(extras.communities),
-        chapter_names=extras.chapter_names,
-    )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
 MAX_ID_LEN = 512  # bytes of UTF-8 (Milvus primary-key limit); normalised HippoRAG ids are ASCII
@@ -276,6 +276,11 @@ def _check_refs(ln: Line, field: str, ids: list[str], known: dict[str, int], wha
             raise ln.fail(f"{field}[{i}]", f"unknown {what} id {ref!r}")
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds a KG Lens bundle: `chunks.jsonl`."""
+    return (path / "chunks.jsonl").is_file()
+
+
 def load_bundle(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """Read and validate a native bundle; any malformed line raises IngestError(file, line, field, reason)."""
     root = Path(path)
@@ -351,3 +356,6 @@ def load_bundle(path: str | Path, options: IngestOptions | None = None) -> Graph
         for _, fields in entities
     ]
     return GraphData(entities=tuple(out_entities), relations=tuple(relations), chunks=tuple(chunks))
+
+
+FORMAT = Format(detect, load_bundle)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import MAX_ID_LEN, Line, check_entity_size, check_text, id_too_long, relation_id
 from retrieval.ingest.graphml import MAPPING_KEYS, MISSING_TYPE, RELATION_TYPE, dropped_note, weight_of
 from retrieval.models import Entity, GraphData, Relation
@@ -174,6 +174,11 @@ def _text(row: _Row, column: str | None) -> str:
     return check_text(str(value), row.ln.file, row.ln.line, column)
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds `nodes.csv` + `relationships.csv`."""
+    return (path / "nodes.csv").is_file() and (path / "relationships.csv").is_file()
+
+
 def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """A folder with nodes.csv and relationships.csv as GraphData (no chunks: sources show as 'no source text')."""
     options = options or IngestOptions()
@@ -266,3 +271,6 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
         warnings.append(f"{root / RELATIONSHIPS}: {len(missing)} relationship ends are not in {NODES}; kept as "
                         f"entities of type {MISSING_TYPE!r}: {names}")
     return GraphData(entities=tuple(entities.values()), relations=tuple(relations), warnings=tuple(warnings))
+
+
+FORMAT = Format(detect, load_csv)

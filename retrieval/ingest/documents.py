@@ -18,7 +18,7 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.books import SUFFIXES, Book, read_book
 from retrieval.ingest.extract import extractor_for
 from retrieval.ingest.extract.base import ChunkInput, merge_graphs
@@ -147,6 +147,11 @@ def _chunk_sizes(settings: Settings) -> tuple[int, int]:
     return size, overlap
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds a folder holding .txt, .md, .pdf or .epub documents."""
+    return any(p.suffix.lower() in SUFFIXES and p.is_file() for p in path.rglob("*"))
+
+
 def load_documents(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """Read every supported file of the folder (sub-folders too) as a book; chunk, extract, merge.
 
@@ -202,3 +207,6 @@ def load_documents(path: str | Path, options: IngestOptions | None = None) -> Gr
     warnings = [which, *run.warnings, *merge_warnings]
     warnings += [text.format(n=len(items), names=_names(items)) for items, text in notes if items]
     return GraphData(entities=entities, relations=relations, chunks=tuple(chunks), warnings=tuple(warnings))
+
+
+FORMAT = Format(detect, load_documents)

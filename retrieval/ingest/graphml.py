@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import (
     MAX_ID_LEN,
     MAX_TEXT_BYTES,
@@ -361,6 +361,11 @@ def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> 
     return GraphData(entities=tuple(entities.values()), relations=tuple(relations), warnings=tuple(warnings))
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds exactly one `*.graphml` file."""
+    return len(list(path.glob("*.graphml"))) == 1
+
+
 def load_graphml(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """A folder holding one .graphml file (or the file itself) as GraphData with no chunks."""
     options = options or IngestOptions()
@@ -375,3 +380,6 @@ def load_graphml(path: str | Path, options: IngestOptions | None = None) -> Grap
     parsed = parse_graphml(root)
     options.report(f"reading {root.name}", 1, 1)
     return graph_data(parsed, str(root), options.mapping)
+
+
+FORMAT = Format(detect, load_graphml)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import MAX_ID_LEN, Line, check_entity_size, id_too_long, merge_chunks
 from retrieval.ingest.headings import chapters
 from retrieval.models import Chunk, Claim, Community, Entity, Finding, GraphData, Relation
@@ -360,6 +360,11 @@ def _claims(table: _Table, b: _Build) -> tuple[Claim, ...]:
     return tuple(out)
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds a GraphRAG output folder: `entities.parquet` (legacy: `create_final_entities.parquet`)."""
+    return (path / "entities.parquet").is_file() or (path / "create_final_entities.parquet").is_file()
+
+
 def load_graphrag(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """A GraphRAG output folder as GraphData with its communities (and their reports) and claims."""
     options = options or IngestOptions()
@@ -383,3 +388,6 @@ def load_graphrag(path: str | Path, options: IngestOptions | None = None) -> Gra
                           "are not in the text units table; left out")
     return GraphData(entities=tuple(b.entities.values()), relations=tuple(relations), chunks=tuple(chunks),
                      communities=communities, claims=claims, warnings=tuple(b.warnings))
+
+
+FORMAT = Format(detect, load_graphrag)

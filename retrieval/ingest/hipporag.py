@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long, relation_id
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
@@ -67,6 +67,11 @@ def _str_field(record: Any, key: str, file: str, at: str) -> str:
     if not isinstance(value, str):
         raise IngestError(file, 0, f"{at}.{key}", "missing or not a string")
     return check_text(value, file, 0, f"{at}.{key}")
+
+
+def detect(path: Path) -> bool:
+    """Whether `path` holds HippoRAG output: an `openie_*.json` beside its corpus."""
+    return any(path.glob("openie_*.json"))
 
 
 def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> GraphData:
@@ -199,3 +204,6 @@ def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> Gra
     if too_long:
         warnings.append(f"{ofile}: skipped {len(too_long)} entity phrases longer than {MAX_ID_LEN} bytes")
     return GraphData(entities=entities, relations=tuple(relations), chunks=tuple(chunks), warnings=tuple(warnings))
+
+
+FORMAT = Format(detect, load_hipporag)

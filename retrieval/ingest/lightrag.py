@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import IngestError
-from retrieval.ingest import IngestOptions
+from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import MAX_NESTING, Line, check_entity_size, check_text, id_too_long, relation_id
 from retrieval.ingest.graphml import ParsedGraphML, dropped_note, parse_graphml
 from retrieval.ingest.headings import chapters
@@ -182,6 +182,11 @@ def _graph(parsed: ParsedGraphML, file: str, known: set[str]) -> tuple[list[Enti
     return list(entities.values()), relations, warnings
 
 
+def detect(path: Path) -> bool:
+    """Whether `path` holds a LightRAG working dir: `graph_chunk_entity_relation.graphml`."""
+    return (path / "graph_chunk_entity_relation.graphml").is_file()
+
+
 def load_lightrag(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """A LightRAG working directory as GraphData (chunks with books and chapters, entities, relations)."""
     options = options or IngestOptions()
@@ -198,3 +203,6 @@ def load_lightrag(path: str | Path, options: IngestOptions | None = None) -> Gra
     entities, relations, warnings = _graph(parsed, str(graph_file), {c.id for c in chunks})
     return GraphData(entities=tuple(entities), relations=tuple(relations), chunks=tuple(chunks),
                      warnings=tuple(warnings))
+
+
+FORMAT = Format(detect, load_lightrag)

@@ -9,8 +9,10 @@ import numpy as np
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, cached
 from retrieval.models import VerbalizedFact
+from retrieval.registry import Registry
 from retrieval.rerank.base import (
     NoRerank,
+    RerankContext,
     Reranker,
     RerankOutput,
     rerank_by_key,
@@ -30,6 +32,8 @@ __all__ = [
     "NoRerank",
     "PageRankCache",
     "RerankOutput",
+    "RERANKERS",
+    "RerankContext",
     "Reranker",
     "build_rerankers",
     "compute_pagerank",
@@ -37,6 +41,16 @@ __all__ = [
     "rerank_by_key",
     "with_scores",
 ]
+
+
+# Every reranker, in the order the pages offer them; each class builds itself from a RerankContext.
+RERANKERS = Registry("reranker", {
+    "none": "retrieval.rerank.base:NoRerank",
+    "mmr": "retrieval.rerank.mmr:MMRReranker",
+    "graph": "retrieval.rerank.graph:GraphReranker",
+    "cross_encoder": "retrieval.rerank.cross_encoder:CrossEncoderReranker",
+    "llm": "retrieval.rerank.llm:LLMDiversityReranker",
+}, ("build", "rerank"))
 
 
 def build_rerankers(
@@ -48,11 +62,6 @@ def build_rerankers(
     """Every reranker this configuration can run, by name: none, mmr, graph (with a graph),
     cross_encoder (lazy; may turn out a passthrough), llm (only with GEMINI_API_KEY).
     `fact_vectors` (retriever.kg_fact_vectors) lets MMR use the stored vectors, as search does."""
-    vectors = cached(embedder)
-    out: dict[str, Reranker] = {"none": NoRerank(), "mmr": MMRReranker(vectors, fact_vectors=fact_vectors)}
-    if graph is not None:
-        out["graph"] = GraphReranker(graph, vectors)
-    out["cross_encoder"] = CrossEncoderReranker.from_settings(settings)
-    if settings.gemini_enabled:
-        out["llm"] = LLMDiversityReranker(settings)
-    return out
+    ctx = RerankContext(settings, cached(embedder), graph, fact_vectors)
+    built = {name: RERANKERS.load(name).build(ctx) for name in RERANKERS}
+    return {name: reranker for name, reranker in built.items() if reranker is not None}

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from retrieval.config import Settings
 from retrieval.embedding import EmbeddingCache
 from retrieval.models import VerbalizedFact
 
@@ -26,6 +27,25 @@ class Reranker(Protocol):
     def rerank(self, query: str, candidates: Sequence[VerbalizedFact], top_k: int) -> RerankOutput: ...
 
 
+@dataclass(frozen=True)
+class RerankContext:
+    """What a reranker may be built from: the settings, an embedding cache, the graph (for PageRank; None when
+    there is no graph) and the facts' stored vectors (`retriever.kg_fact_vectors`)."""
+
+    settings: Settings
+    vectors: EmbeddingCache
+    graph: Any = None
+    fact_vectors: Callable[[Sequence[VerbalizedFact]], np.ndarray] | None = None
+
+
+class RerankerKind(Protocol):
+    """A registered reranker class: `build` makes one for a context, or None where it cannot run (the LLM
+    reranker without a key, the graph reranker without a graph)."""
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> Reranker | None: ...
+
+
 def with_scores(fact: VerbalizedFact, scores: Mapping[str, float]) -> VerbalizedFact:
     """A copy of `fact` with `scores` merged into its score dict (a fresh dict: the input stays as it was)."""
     return fact.model_copy(update={"scores": {**fact.scores, **{k: float(v) for k, v in scores.items()}}})
@@ -41,6 +61,10 @@ class NoRerank:
     """The "no rerank" baseline: the retrieval order, truncated to top_k."""
 
     name = "none"
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> NoRerank:
+        return cls()
 
     def rerank(self, query: str, candidates: Sequence[VerbalizedFact], top_k: int) -> RerankOutput:
         return RerankOutput(list(candidates[: check_top_k(top_k)]), [])

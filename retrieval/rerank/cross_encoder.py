@@ -15,7 +15,7 @@ import numpy as np
 
 from retrieval.config import DEFAULT_CROSS_ENCODER, Settings
 from retrieval.models import VerbalizedFact
-from retrieval.rerank.base import RerankOutput, check_top_k, with_scores
+from retrieval.rerank.base import RerankContext, RerankOutput, check_top_k, with_scores
 
 _TRUE = {"1", "true", "yes", "on"}
 _URL = re.compile(r"\S*https?://\S+")
@@ -92,6 +92,11 @@ class CrossEncoderReranker:
     """
 
     name = "cross_encoder"
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> CrossEncoderReranker:
+        """Lazy: the model loads on first use and may turn out a passthrough."""
+        return cls.from_settings(ctx.settings)
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from retrieval.embedding import Embedder, EmbeddingCache, cached
 from retrieval.graph.index import GraphIndex
 from retrieval.graph.ppr import personalized_pagerank
 from retrieval.models import VerbalizedFact
-from retrieval.rerank.base import RerankOutput, check_top_k, query_similarity, with_scores
+from retrieval.rerank.base import RerankContext, RerankOutput, check_top_k, query_similarity, with_scores
 from retrieval.stores.base import EdgeArrays
 
 
@@ -95,6 +95,10 @@ class GraphReranker:
     """
 
     name = "graph"
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> GraphReranker | None:
+        return cls(ctx.graph, ctx.vectors) if ctx.graph is not None else None
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from retrieval.config import Settings
 from retrieval.llm import LLMError, gemini_json
 from retrieval.models import VerbalizedFact
-from retrieval.rerank.base import RerankOutput, check_top_k, with_scores
+from retrieval.rerank.base import RerankContext, RerankOutput, check_top_k, with_scores
 
 SYSTEM_INSTRUCTION = (
     "You are a reranker for a knowledge-graph retrieval system. Given a user query and a numbered list of "
@@ -65,6 +65,10 @@ class LLMDiversityReranker:
     """
 
     name = "llm"
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> LLMDiversityReranker | None:
+        return cls(ctx.settings) if ctx.settings.gemini_enabled else None
 
     def __init__(self, settings: Settings, *, timeout_ms: int = 15_000, max_chars: int = 400) -> None:
         self.settings = settings

@@ -8,7 +8,7 @@ import numpy as np
 
 from retrieval.embedding import Embedder, cached
 from retrieval.models import VerbalizedFact
-from retrieval.rerank.base import RerankOutput, check_top_k, with_scores
+from retrieval.rerank.base import RerankContext, RerankOutput, check_top_k, with_scores
 
 
 def mmr_order(relevance: np.ndarray, vectors: np.ndarray, lambda_: float, top_k: int) -> tuple[list[int], list[float]]:
@@ -47,6 +47,10 @@ class MMRReranker:
     """
 
     name = "mmr"
+
+    @classmethod
+    def build(cls, ctx: RerankContext) -> MMRReranker:
+        return cls(ctx.vectors, fact_vectors=ctx.fact_vectors)
 
     def __init__(
         self,

@@ -2,16 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from retrieval.config import Settings
 from retrieval.errors import ValidationError
 from retrieval.graph.runtime import KG
 from retrieval.models import SearchParams, SearchResult
+from retrieval.search import dual_channel, multidoc, nomatch, retriever, tools
 from retrieval.search.verbalize import weak_matches_text
 
-MODES = ("kg", "vector", "graph", "hybrid", "comprehensive", "dual", "multidoc")
-TEXT_MODES = frozenset({"vector", "hybrid", "comprehensive", "dual", "multidoc"})  # they search source chunks
 NO_TEXT = ("this graph has no source text (0 chunks, e.g. a GraphML or CSV import): document search finds "
            "nothing; the kg and graph modes search its entities and relations")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a mode may use: `limit` and `text_weight` (the tools), `params` and `settings` (the KG pipeline)."""
+
+    limit: int = 10
+    text_weight: float = 0.3
+    params: SearchParams | None = None
+    settings: Settings | None = None
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One search mode: how it runs, and whether it searches source chunks (then a graph without text says so)."""
+
+    run: Callable[[KG, str, Ask], SearchResult]
+    text: bool
+
+
+def _kg(kg: KG, query: str, ask: Ask) -> SearchResult:
+    params = ask.params or SearchParams.model_validate({"max_results": ask.limit})
+    return retriever.search(kg, query, params, settings=ask.settings)
+
+
+# The search modes, in the order the pages and the CLI offer them.
+TABLE: dict[str, Mode] = {
+    "kg": Mode(_kg, text=False),
+    "vector": Mode(lambda kg, q, a: tools.vector_search(kg, q, a.limit), text=True),
+    "graph": Mode(lambda kg, q, a: tools.graph_search(kg, q, a.limit), text=False),
+    "hybrid": Mode(lambda kg, q, a: tools.hybrid_search(kg, q, a.limit, a.text_weight), text=True),
+    "comprehensive": Mode(lambda kg, q, a: tools.comprehensive_search(kg, q, a.limit), text=True),
+    "dual": Mode(lambda kg, q, a: dual_channel.dual_channel_search(kg, q, a.limit), text=True),
+    "multidoc": Mode(lambda kg, q, a: multidoc.multidoc_search(kg, q, num_docs=min(a.limit, 20)), text=True),
+}
+MODES = tuple(TABLE)
+TEXT_MODES = frozenset(name for name, mode in TABLE.items() if mode.text)  # they search source chunks
 
 
 def run_mode(
@@ -27,46 +66,14 @@ def run_mode(
 ) -> SearchResult:
     """Run `mode` on `query`; `params` applies to the KG pipeline, `limit`/`text_weight` to the tools.
 
-    `no_match`: apply the no-match signal (`retrieval.search.nomatch.gate`); evaluation turns it off to rank passages.
+    `no_match`: apply the no-match signal (`nomatch.gate`); evaluation turns it off to rank passages.
     """
-    from retrieval.search import nomatch
-
-    result = _dispatch(kg, mode, query, limit=limit, text_weight=text_weight, params=params, settings=settings)
-    if mode in TEXT_MODES and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
+    if mode not in TABLE:
+        raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    result = TABLE[mode].run(kg, query, Ask(limit, text_weight, params, settings))
+    if TABLE[mode].text and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
         result = result.model_copy(update={"warnings": (*result.warnings, NO_TEXT)})
     return nomatch.gate(result, kg) if no_match else result
-
-
-def _dispatch(
-    kg: KG,
-    mode: str,
-    query: str,
-    *,
-    limit: int,
-    text_weight: float,
-    params: SearchParams | None,
-    settings: Settings | None,
-) -> SearchResult:
-    from retrieval.search import dual_channel, multidoc, retriever, tools
-
-    if mode == "kg":
-        base = params or SearchParams.model_validate({"max_results": limit})
-        result = retriever.search(kg, query, base, settings=settings)
-    elif mode == "vector":
-        result = tools.vector_search(kg, query, limit)
-    elif mode == "graph":
-        result = tools.graph_search(kg, query, limit)
-    elif mode == "hybrid":
-        result = tools.hybrid_search(kg, query, limit, text_weight)
-    elif mode == "comprehensive":
-        result = tools.comprehensive_search(kg, query, limit)
-    elif mode == "dual":
-        result = dual_channel.dual_channel_search(kg, query, limit)
-    elif mode == "multidoc":
-        result = multidoc.multidoc_search(kg, query, num_docs=min(limit, 20))
-    else:
-        raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    return result
 
 
 def cited_chunks(result: SearchResult) -> set[str]:

@@ -10,8 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.labeling import qrels_text
-from retrieval.evaluation.labels import ADJUDICATED, LabelStore, parse_qrels, parse_queries
+from retrieval.evaluation.labels import ADJUDICATED, LabelStore
 from retrieval.evaluation.querysets import get_query_set, import_queries
+from retrieval.evaluation.trec import parse_qrels, parse_queries
 from retrieval.graph import catalog
 from tests.app.conftest import APP
 from tests.app.grading import grader_data, scores, send_grades, tags

@@ -15,7 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.rerank_view import LabelChanges, LabelTarget, label_changes, qrels_files, runs_zip
-from retrieval.evaluation.labels import LabelStore, parse_qrels, parse_queries
+from retrieval.evaluation.labels import LabelStore
+from retrieval.evaluation.trec import parse_qrels, parse_queries
 from retrieval.graph import catalog
 from tests.app.conftest import APP
 from tests.app.grading import grader_data, scores, send_grades

@@ -59,7 +59,7 @@ def test_import_errors_name_the_archive_member_never_the_temporary_folder(tmp_pa
     """What the Data page shows for a malformed member of an upload: `archive.zip/member:line: field: reason`."""
     from components.ingest_panel import relabel
     from retrieval.errors import IngestError
-    from retrieval.ingest.build import load_data
+    from retrieval.ingest.load import load_data
 
     buf = make_zip({"export/graph.graphml": b'<graphml><graph>\n<node id="a">\n</graph></graphml>'})
     tmp = tmp_path / "kg-upload-123"

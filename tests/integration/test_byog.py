@@ -17,8 +17,9 @@ from retrieval.cli import search as search_cli
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.graph.runtime import open_kg
+from retrieval.graph.stats import graph_stats
 from retrieval.graph.traverse import k_shortest_paths, resolve_entity
-from retrieval.ingest.build import graph_stats, ingest
+from retrieval.ingest.build import ingest
 from retrieval.search.modes import MODES, NO_TEXT, TEXT_MODES, run_mode
 from tests.conftest import DULCE, ROOT
 

@@ -17,7 +17,8 @@ from retrieval.evaluation.passage_rank import load_hipporag_queries
 from retrieval.graph import catalog
 from retrieval.graph.runtime import open_kg
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import build_graph, detect_format, ingest, load_data
+from retrieval.ingest.build import build_graph, ingest
+from retrieval.ingest.load import detect_format, load_data
 from retrieval.search.retriever import search
 from tests.conftest import MUSIQUE
 from tests.data.documents.make_docs import QUERY, make_zip, write_library

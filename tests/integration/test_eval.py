@@ -25,7 +25,7 @@ from retrieval.evaluation.passage_rank import (
     rrf,
 )
 from retrieval.graph.runtime import open_kg
-from retrieval.ingest.build import load_data
+from retrieval.ingest.load import load_data
 from retrieval.models import SearchResult, VerbalizedFact
 from tests.conftest import MUSIQUE
 

@@ -20,8 +20,9 @@ from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, StoreError
 from retrieval.graph import bm25, catalog
 from retrieval.graph.runtime import KG, open_kg
-from retrieval.ingest.build import IngestReport, build_graph, ingest, writer_lock
+from retrieval.ingest.build import IngestReport, build_graph, ingest
 from retrieval.ingest.bundle import load_bundle
+from retrieval.ingest.versions import writer_lock
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS
 
 pytestmark = pytest.mark.integration

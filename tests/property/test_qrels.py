@@ -11,17 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.errors import IngestError, ValidationError
-from retrieval.evaluation.labels import (
-    LabelStore,
-    current_labels,
-    export_qrels,
-    import_qrels,
-    make_label,
-    normalize_query,
-    parse_qrels,
-    parse_queries,
-    query_id,
-)
+from retrieval.evaluation.consensus import current_labels
+from retrieval.evaluation.labels import LabelStore, make_label, normalize_query, query_id
+from retrieval.evaluation.trec import export_qrels, import_qrels, parse_qrels, parse_queries
 
 TEXT = st.text(max_size=60)  # any code point but surrogates (a file on disk holds none)
 ITEM = st.text(min_size=1, max_size=30).filter(lambda s: not any(c.isspace() for c in s))

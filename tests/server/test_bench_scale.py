@@ -4,6 +4,7 @@ and the committed report: docs/bench-scale.json carries the issue's keys and the
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,13 @@ SAVED: list[dict] = []
 
 @pytest.fixture(scope="module")
 def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return run_scale([shape_of("400")], PAIRS, work_dir=tmp_path_factory.mktemp("scale"), n_queries=3,
-                     save=lambda r: SAVED.append(json.loads(json.dumps(r))))
+    with pytest.MonkeyPatch.context() as mp:
+        # The harness measures each size in a freshly spawned process, which re-runs `__main__` by its path.
+        # Under pytest-xdist `__main__` is the worker's bootstrap script, which cannot run twice: hide its path so
+        # the child starts clean (as it does under `python -m retrieval bench --scale`).
+        mp.delattr(sys.modules["__main__"], "__file__", raising=False)
+        return run_scale([shape_of("400")], PAIRS, work_dir=tmp_path_factory.mktemp("scale"), n_queries=3,
+                         save=lambda r: SAVED.append(json.loads(json.dumps(r))))
 
 
 @pytest.mark.slow

@@ -12,8 +12,9 @@ from falkordb import Graph
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.graph.runtime import KG, open_kg
-from retrieval.ingest.build import drop_location, ingest
+from retrieval.ingest.build import ingest
 from retrieval.ingest.bundle import load_bundle
+from retrieval.ingest.versions import drop_location
 from retrieval.models import Chunk, GraphData
 from retrieval.stores.falkordb import connection_pool
 from tests.data.hostile.graph import GRAPH, check_chunks, check_graph_store, check_lookups, check_vector_store

@@ -15,12 +15,13 @@ import pytest
 from retrieval.errors import IngestError
 from retrieval.graph.communities import chapter_names, claim_text, compute_communities
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import check_graph, detect_format
+from retrieval.ingest.build import check_graph
 from retrieval.ingest.csvgraph import load_csv
 from retrieval.ingest.graphml import load_graphml
 from retrieval.ingest.graphrag import load_graphrag
 from retrieval.ingest.headings import chapters
 from retrieval.ingest.lightrag import load_lightrag
+from retrieval.ingest.load import detect_format
 from retrieval.models import Entity, GraphData, Relation
 from tests.conftest import ROOT
 

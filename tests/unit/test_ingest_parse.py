@@ -11,9 +11,10 @@ import pytest
 from retrieval.config import Settings
 from retrieval.errors import IngestError
 from retrieval.graph import bm25
-from retrieval.ingest.build import check_graph, content_hash, data_counts, detect_format
+from retrieval.ingest.build import check_graph, content_hash, data_counts
 from retrieval.ingest.bundle import load_bundle, relation_id
 from retrieval.ingest.hipporag import load_hipporag, normalise_phrase, relation_type_of
+from retrieval.ingest.load import detect_format
 from retrieval.models import Entity, GraphData, Relation
 
 SMALL = Path(__file__).resolve().parents[1] / "data" / "bundles" / "small"

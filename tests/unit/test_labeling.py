@@ -17,17 +17,9 @@ import pytest
 
 from retrieval.errors import IngestError, NotFoundError, StoreError, ValidationError
 from retrieval.evaluation.agreement import agreement
+from retrieval.evaluation.consensus import consensus_grade, resolve_labels, shown_labels
 from retrieval.evaluation.evaluate import bootstrap_ci, evaluate, paired_p_value
-from retrieval.evaluation.labels import (
-    ADJUDICATED,
-    CONSENSUS,
-    SCHEMA_VERSION,
-    LabelStore,
-    consensus_grade,
-    make_label,
-    resolve_labels,
-    shown_labels,
-)
+from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, SCHEMA_VERSION, LabelStore, make_label
 from retrieval.evaluation.querysets import (
     MAX_QUERY_CHARS,
     get_query_set,

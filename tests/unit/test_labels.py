@@ -16,18 +16,9 @@ from typer.testing import CliRunner
 
 from retrieval.cli.labels import register
 from retrieval.errors import IngestError, ValidationError
-from retrieval.evaluation.labels import (
-    LabelStore,
-    current_labels,
-    export_qrels,
-    export_run,
-    import_qrels,
-    make_label,
-    parse_qrels,
-    parse_queries,
-    query_id,
-    read_qrels,
-)
+from retrieval.evaluation.consensus import current_labels
+from retrieval.evaluation.labels import LabelStore, make_label, query_id
+from retrieval.evaluation.trec import export_qrels, export_run, import_qrels, parse_qrels, parse_queries, read_qrels
 
 
 @pytest.fixture

@@ -91,6 +91,11 @@ class GeminiExtractor:
 
     name = "gemini"
 
+    @classmethod
+    def build(cls, settings: Settings | None) -> GeminiExtractor | None:
+        """With GEMINI_API_KEY only."""
+        return cls(settings) if settings is not None and settings.gemini_api_key else None
+
     def __init__(self, settings: Settings, *, workers: int | None = None, attempts: int = DEFAULT_ATTEMPTS,
                  backoff_s: float = DEFAULT_BACKOFF_S, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  sleep: Callable[[float], None] = time.sleep) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from retrieval.config import Settings
 from retrieval.errors import ConfigError
 from retrieval.ingest import ProgressFn
 from retrieval.ingest.extract.base import (
@@ -127,6 +128,11 @@ class OfflineExtractor:
     """spaCy NER + dependency rules (module docstring); deterministic, so re-ingest gives the same graph."""
 
     name = "offline"
+
+    @classmethod
+    def build(cls, settings: Settings | None) -> OfflineExtractor:
+        """Always available (spaCy's packaged model); noun phrases as `KG_OFFLINE_NOUN_PHRASES` says."""
+        return cls(noun_phrases=bool(settings and settings.offline_noun_phrases))
 
     def __init__(self, noun_phrases: bool = False, min_phrase_chunks: int = 2) -> None:
         self.noun_phrases, self.min_phrase_chunks = noun_phrases, min_phrase_chunks

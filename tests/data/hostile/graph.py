@@ -10,7 +10,8 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
-from retrieval.ingest.build import entity_text, ingest
+from retrieval.ingest.build import ingest
+from retrieval.ingest.write import entity_text
 from retrieval.ingest.bundle import load_bundle
 from retrieval.models import Chunk, GraphData
 from retrieval.graph.runtime import KG
