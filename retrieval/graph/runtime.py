@@ -14,6 +14,7 @@ from retrieval.stores.base import GraphStore, VectorStore, open_graph_store, ope
 if TYPE_CHECKING:
     from retrieval.graph.communities import CommunityIndex
     from retrieval.graph.index import GraphIndex
+    from retrieval.graph.layout import Layout, ProgressFn
 
 
 class KG:
@@ -24,6 +25,7 @@ class KG:
         self.handle = handle
         self.embedder = embedder
         self._lock = threading.RLock()
+        self._layout: Layout | None = None
 
     # Stores open lazily so that one broken back end fails only the operations that need it.
     @cached_property
@@ -67,6 +69,26 @@ class KG:
 
         with self._lock:
             return CommunityIndex.of(load_extras(self.handle.dir))
+
+    def layout(self, progress: ProgressFn | None = None) -> Layout:
+        """Where every entity sits on the map (`retrieval.graph.layout`): stored with the version at ingest; a
+        version built before that gets it computed on first use (`progress` hears it) and stored."""
+        from retrieval.graph.layout import layout_for
+
+        with self._lock:
+            if self._layout is None:
+                arrays = self.index.arrays
+                self._layout = layout_for(self.handle.dir, arrays.node_ids, arrays.src, arrays.dst, arrays.weight,
+                                          self.communities.communities, progress)
+            return self._layout
+
+    def stored_layout(self) -> Layout | None:
+        """The map layout if it is at hand (opened or stored) without computing it: views that only reuse it."""
+        from retrieval.graph.layout import LAYOUT_FILE
+
+        if self._layout is None and not (self.handle.dir / LAYOUT_FILE).is_file():
+            return None
+        return self.layout()
 
     def close(self) -> None:
         for name in ("graph", "vectors"):

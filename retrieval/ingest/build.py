@@ -10,17 +10,20 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
 from retrieval.graph import catalog
 from retrieval.graph.communities import Extras, chapter_names, compute_communities, save_extras
+from retrieval.graph.layout import Layout, compute_layout, save_layout
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.ingest.load import default_name, load_data
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
 from retrieval.ingest.write import entity_text, fill_version
-from retrieval.models import Chunk, Entity, GraphData, Relation
+from retrieval.models import Chunk, Community, Entity, GraphData, Relation
 from retrieval.stores.base import (
     StoreLocation,
 )
@@ -130,7 +133,13 @@ def content_hash(data: GraphData, settings: Settings, embed_model: str) -> str:
     return h.hexdigest()
 
 
-# --- stores -------------------------------------------------------------------------------------
+def data_layout(data: GraphData, communities: Sequence[Community], say: ProgressFn) -> Layout:
+    """The map layout of the graph being built (`retrieval.graph.layout`), stored with its version."""
+    at = {e.id: i for i, e in enumerate(data.entities)}
+    src = np.fromiter((at[r.source_id] for r in data.relations), dtype=np.int64, count=len(data.relations))
+    dst = np.fromiter((at[r.target_id] for r in data.relations), dtype=np.int64, count=len(data.relations))
+    weight = np.fromiter((r.weight for r in data.relations), dtype=np.float64, count=len(data.relations))
+    return compute_layout([e.id for e in data.entities], src, dst, weight, communities, say)
 
 
 # --- build --------------------------------------------------------------------------------------
@@ -150,7 +159,8 @@ def build_graph(
 
     Idempotent: if the live version has the same content hash nothing is rebuilt. On any failure the
     new version is discarded (server-side resources too) and the previous one stays live. A graph that brings
-    no communities gets computed ones (`retrieval.graph.communities`). `report(stage, done, total)` hears each stage.
+    no communities gets computed ones (`retrieval.graph.communities`), and every version its map layout
+    (`retrieval.graph.layout`). `report(stage, done, total)` hears each stage.
     """
     catalog.check_name(name)
     say: ProgressFn = report or (lambda stage, done, total: None)
@@ -187,6 +197,9 @@ def build_graph(
             save_extras(build_dir, Extras(communities, data.claims, chapter_names(data.chunks)))
             say("communities", 1, 1)
             seconds["communities"] = time.perf_counter() - t
+            t = time.perf_counter()
+            save_layout(build_dir, data_layout(data, communities, say))
+            seconds["layout"] = time.perf_counter() - t
             dim = fill_version(settings, data, location, embedder, progress, seconds, say)
             manifest = {
                 "name": name,
