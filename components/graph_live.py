@@ -36,11 +36,16 @@ def _vis_component() -> Callable[..., Any]:
                                       isolate_styles=False)
 
 
+def script(name: str) -> str:
+    """A view's module: the shared details panel and DOM helpers (panel.js), then the view's own script."""
+    return (ASSETS / "panel.js").read_text(encoding="utf-8") + "\n" + (ASSETS / name).read_text(encoding="utf-8")
+
+
 @cache
 def _graph_component() -> Callable[..., Any]:
     return st.components.v2.component(
         "kg_lens_graph",
-        js=(ASSETS / "graph.js").read_text(encoding="utf-8"),
+        js=script("graph.js"),
         css=(ASSETS / "graph.css").read_text(encoding="utf-8"),
         isolate_styles=False,  # light DOM: vis-network's canvas events and the page's own checks see it
     )

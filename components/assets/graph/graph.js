@@ -1,7 +1,8 @@
 // KG Lens live graph view: vis-network in the app's page, updated in place from the data Python sends.
 // Every string from data is set with textContent (or as a canvas label, which vis draws as text); nothing
 // from data is ever parsed as HTML, and no element is created from it.
-// vis-network itself arrives once per browser session through the `kg_lens_vis` component (window.vis).
+// vis-network itself arrives once per browser session through the `kg_lens_vis` component (window.vis); the details
+// panel and the DOM helpers (renderDetails, el, short, button) come from panel.js, loaded before this file.
 
 const INSTANCES = new WeakMap(); // parentElement -> view
 // The details panel, notice and undo state arrive through a second, small component (`kg_lens_details`), so a
@@ -30,26 +31,6 @@ function decode(data) {
     return JSON.parse(new TextDecoder().decode(bytes));
   }
   return data;
-}
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-
-function short(text, n) {
-  const s = String(text == null ? "" : text);
-  return s.length <= n ? s : s.slice(0, Math.max(1, n - 1)) + "…";
-}
-
-function button(label, title, onClick, cls) {
-  const b = el("button", "kgv-btn" + (cls ? " " + cls : ""), label);
-  b.type = "button";
-  if (title) b.title = title;
-  b.addEventListener("click", (ev) => { ev.stopPropagation(); onClick(ev); });
-  return b;
 }
 
 class GraphViewInstance {
@@ -569,16 +550,19 @@ class GraphViewInstance {
   renderPanel() {
     const d = this.x && this.x.details;
     const panel = this.panel;
-    panel.replaceChildren();
     const was = !panel.hidden;
-    if (!d) { panel.hidden = true; if (was) this.refit(); return; }
-    const head = el("div", "kgv-phead");
-    head.append(button("×", "Close", () => this.select(null, null), "kgv-close"));
-    panel.append(head);
-    if (d.error) { panel.append(el("p", "kgv-note", d.error)); panel.hidden = false; if (!was) this.refit(); return; }
-    if (d.kind === "node") this.nodePanel(d); else this.edgePanel(d);
-    panel.dataset.kind = d.kind;
-    panel.dataset.id = d.id;
+    if (!d) { panel.replaceChildren(); panel.hidden = true; if (was) this.refit(); return; }
+    renderDetails(panel, d, {
+      features: this.p.features,
+      send: (event) => this.send(event),
+      close: () => this.select(null, null),
+      focus: (r) => {
+        if (!this.nodes.get(r.other_id)) return;
+        this.net.focus(r.other_id, { animation: false });
+        this.net.selectNodes([r.other_id]);
+        this.select("node", r.other_id);
+      },
+    });
     panel.hidden = false;
     if (!was) this.refit();
     else this.focusAfter = null;
@@ -593,89 +577,6 @@ class GraphViewInstance {
     this.net.setSize("100%", "100%"); // asks for one redraw, in the next frame, with whatever follows
     if (found && this.nodes.get(found)) this.net.focus(found, { animation: false });
     else if (!this.userMoved) this.net.fit(FIT);
-  }
-
-  nodePanel(d) {
-    const panel = this.panel;
-    const title = el("div", "kgv-title");
-    title.append(el("b", "kgv-name", d.name), el("span", "kgv-chip", d.type));
-    panel.append(title);
-    if (d.description) panel.append(el("p", "kgv-desc", d.description));
-    if (d.aliases && d.aliases.length) panel.append(el("p", "kgv-note", "Also called: " + d.aliases.join(" · ")));
-    const facts = el("div", "kgv-facts");
-    for (const [k, v] of d.facts) { facts.append(el("span", "kgv-k", k), el("span", "kgv-v", v)); }
-    panel.append(facts);
-    if (d.note) panel.append(el("p", "kgv-note", d.note));
-    if (d.neighbours) {
-      const nb = el("div", "kgv-nb");
-      nb.append(el("div", "kgv-count", d.neighbours.shown + " of " + d.neighbours.total + " neighbours shown"));
-      if (this.p.features.expand && d.neighbours.shown < d.neighbours.total) {
-        const row = el("div", "kgv-rest");
-        row.append(button("Expand", "Add the best-connected neighbours not shown yet", () => this.send({ type: "expand", id: d.id }), "kgv-primary"));
-        for (const [type, n] of d.neighbours.rest) {
-          row.append(button("+" + n + " " + short(type, 24), "Add the neighbours joined by this relation type",
-                            () => this.send({ type: "expand", id: d.id, rel: type })));
-        }
-        nb.append(row);
-      }
-      panel.append(nb);
-    }
-    const f = this.p.features;
-    if (f.paths || f.search) {
-      const acts = el("div", "kgv-acts");
-      if (f.paths) {
-        acts.append(button("Path start", "Use as the start of a why-connected path", () => this.send({ type: "path_start", id: d.id })));
-        acts.append(button("Path end", "Use as the end of a why-connected path", () => this.send({ type: "path_end", id: d.id })));
-      }
-      if (f.search) acts.append(button("Search from here", "Search with this entity as the question", () => this.send({ type: "search", id: d.id })));
-      if (f.communities) acts.append(button("Communities", "Open the Communities page on this entity: its communities and claims", () => this.send({ type: "communities", id: d.id })));
-      panel.append(acts);
-    }
-    panel.append(el("div", "kgv-sec", "Relations (" + d.relations.length + " of " + d.relations_total + ")"));
-    const rels = el("ul", "kgv-rels");
-    for (const r of d.relations) {
-      const li = el("li");
-      const line = el("div", "kgv-rline");
-      line.append(el("span", "kgv-dir", r.out ? "→" : "←"), el("span", "kgv-rtype", r.type));
-      const other = el("a", "kgv-other", r.other);
-      other.href = "#";
-      other.addEventListener("click", (ev) => {
-        ev.preventDefault();
-        if (this.nodes.get(r.other_id)) { this.net.focus(r.other_id, { animation: false }); this.net.selectNodes([r.other_id]); this.select("node", r.other_id); }
-      });
-      line.append(other);
-      li.append(line);
-      if (r.desc) li.append(el("div", "kgv-rdesc", r.desc));
-      rels.append(li);
-    }
-    panel.append(rels);
-    this.sourcesPanel(d);
-  }
-
-  edgePanel(d) {
-    const panel = this.panel;
-    const title = el("div", "kgv-title");
-    title.append(el("b", "kgv-name", d.from), el("span", "kgv-chip", d.type), el("b", "kgv-name", d.to));
-    panel.append(title);
-    if (d.description) panel.append(el("p", "kgv-desc", d.description));
-    const facts = el("div", "kgv-facts");
-    for (const [k, v] of d.facts) { facts.append(el("span", "kgv-k", k), el("span", "kgv-v", v)); }
-    panel.append(facts);
-    if (d.note) panel.append(el("p", "kgv-note", d.note));
-    this.sourcesPanel(d);
-  }
-
-  sourcesPanel(d) {
-    this.panel.append(el("div", "kgv-sec", "Sources (" + d.sources.length + " of " + d.sources_total + ")"));
-    if (!d.sources.length) this.panel.append(el("p", "kgv-note", "No source chunk is recorded."));
-    for (const s of d.sources) {
-      const box = el("details", "kgv-src");
-      const where = [s.book, s.chapter].filter(Boolean).join(" › ") || s.id;
-      box.append(el("summary", null, where));
-      if (s.text) box.append(el("p", null, s.text));
-      box.append(el("span", "kgv-id", s.id));
-      this.panel.append(box);
-    }
   }
 
   destroy() {
