@@ -19,7 +19,7 @@ from components.text import clean, md_code, md_literal, short
 from retrieval.answer.fewshot import FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError, ValidationError
-from retrieval.explore.details import console
+from retrieval.explore import console
 from retrieval.graph.catalog import GraphHandle
 from retrieval.graph.runtime import KG
 from retrieval.models import QueryResult
