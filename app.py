@@ -9,8 +9,8 @@ import streamlit as st
 import app_state
 from components import graph_live
 from components.sidebar import render_sidebar
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 ASSETS = Path(__file__).parent / "components" / "assets"
 

@@ -19,6 +19,7 @@ from retrieval.graph import catalog
 from retrieval.graph.runtime import KG
 from retrieval.models import Chunk, GraphStats, SearchParams, SearchResult, Subgraph
 from retrieval.stores.base import CHUNKS
+from ui_text import md_code, md_literal
 
 if TYPE_CHECKING:
     from retrieval.rerank.cross_encoder import CrossEncoderReranker
@@ -48,8 +49,6 @@ def chosen_graph(cfg: Settings) -> str | None:
 
 def graph_notice(cfg: Settings) -> str:
     """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
-    from components.text import md_code, md_literal
-
     wanted = st.query_params.get("graph")
     names = graph_names(cfg)
     if wanted is None or wanted in names:
@@ -119,7 +118,6 @@ def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
 
 def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
     """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
-    from components.text import md_literal
     from retrieval.errors import RetrievalError
 
     handle = current_handle(cfg)

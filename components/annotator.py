@@ -12,9 +12,9 @@ import streamlit as st
 
 import app_state
 from components.grader import GradeTarget, label_store
-from components.text import md_literal
 from retrieval.errors import RetrievalError, ValidationError
 from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
+from ui_text import md_literal
 
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"

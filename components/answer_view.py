@@ -11,12 +11,12 @@ import pandas as pd
 import streamlit as st
 
 import app_state
-from components.text import esc, md_literal, short
 from components.trace import render_warnings, timings_chart
 from retrieval.answer.synthesis import answer_question
 from retrieval.errors import RetrievalError
 from retrieval.graph.runtime import KG
 from retrieval.models import Answer, Enhancements, Evidence, SearchResult
+from ui_text import esc, md_literal, short
 
 SWITCHES = {
     "graph_rerank": ("Graph rerank", "Order the facts by α·similarity + β·PageRank before numbering them."),

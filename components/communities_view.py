@@ -7,10 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from components.graph_view import GraphMarks, Legend, render_graph
-from components.text import clean, md_code, md_literal, short
 from retrieval.graph.communities import CommunityIndex, claim_text
 from retrieval.graph.runtime import KG
 from retrieval.models import Claim, Community, Entity, Subgraph
+from ui_text import clean, md_code, md_literal, short
 
 ALL = "all"
 MAX_DRAWN = 150  # members drawn (the most connected inside the community first)

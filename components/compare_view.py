@@ -10,11 +10,11 @@ from components.annotator import grading_target
 from components.facts import fact_row
 from components.grader import Tag, render_grader
 from components.search_form import MODE_LABELS
-from components.text import md_literal
 from components.trace import render_warnings, strength_text, total_ms
 from retrieval.models import SearchResult
 from retrieval.search.modes import cited_chunks, jaccard
 from retrieval.search.verbalize import NOTHING
+from ui_text import md_literal
 
 SHARED_TAG = Tag("shared", "green")
 UNIQUE_TAG = Tag("only here", "orange")

@@ -20,9 +20,9 @@ from typing import Any
 
 import streamlit as st
 
-from components.text import clean, md_literal
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, Label, LabelStore, normalize_query, shown_labels
+from ui_text import clean, md_literal
 
 ASSETS = Path(__file__).parent / "assets"
 APPLIED = "grader-applied"  # session_state: client id -> the last seq applied (client ids are random per mount)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from components.text import clean, short
 from retrieval.models import Entity, Relation, Subgraph
+from ui_text import clean, short
 
 PALETTE = (
     "#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2",

@@ -16,13 +16,13 @@ import streamlit as st
 from components import graph_live
 from components.graph_data import EMPTY, GraphMarks, GraphView, Legend, digest, drawing, ids_of, pick_nodes, status_line
 from components.links import entity_label, paths_params, search_params
-from components.text import clean, short, slug
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.explore.details import entity_details, relation_details, view_entity_details, view_relation_details
 from retrieval.explore.export import induced_edges, merge_subgraphs
 from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_BUDGET, expand, neighbour_summary
 from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph, TraversalResult
+from ui_text import clean, short, slug
 
 EXPAND_STEP = 20  # neighbours a double-click adds (best-connected first); another adds the next ones
 SOURCE_TEXT = 700  # characters of a source chunk shown in the panel

@@ -23,9 +23,9 @@ from components.graph_data import (
     pick_nodes,
     type_colors,
 )
-from components.text import clean, esc, short
 from retrieval.graph.runtime import KG
 from retrieval.models import Entity, Relation, Subgraph
+from ui_text import clean, esc, short
 
 __all__ = ["PALETTE", "GraphMarks", "GraphView", "Legend", "graph_html", "pick_nodes", "render_graph", "type_colors"]
 

@@ -11,7 +11,6 @@ import streamlit as st
 
 import app_state
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, label_store, render_grader
-from components.text import clean, md_code, md_literal, short, slug
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
 from retrieval.evaluation.labels import (
@@ -27,6 +26,7 @@ from retrieval.evaluation.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_i
 from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
 from retrieval.graph.runtime import KG
 from retrieval.search.modes import MODES
+from ui_text import clean, md_code, md_literal, short, slug
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.text import clean, short
+from ui_text import clean, short
 
 PATH_MODES = {"explore": "Explore a neighbourhood", "why": "Why are these connected?"}
 

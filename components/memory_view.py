@@ -13,7 +13,6 @@ import streamlit as st
 
 from components.graph_roles import TRAVERSAL_ROLES, draw
 from components.graph_view import GraphMarks
-from components.text import clean, md_code, md_literal, result_key, short
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import ValidationError
@@ -22,6 +21,7 @@ from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, lis
 from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_DEPTH, Direction
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
+from ui_text import clean, md_code, md_literal, result_key, short
 
 DEFAULT = "default"
 DIRECTIONS = {"out": "outgoing →", "both": "both ways", "in": "← incoming"}

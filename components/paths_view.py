@@ -21,7 +21,6 @@ from components.graph_view import GraphMarks
 from components.links import entity_label
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
 from components.sources import group_sources, quote
-from components.text import clean, md_code, md_literal, result_key, short, slug
 from components.trace import render_warnings
 from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
@@ -30,6 +29,7 @@ from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, degrees, k_shortest_paths, resolve_entity
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
+from ui_text import clean, md_code, md_literal, result_key, short, slug
 
 PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
 EXTRA_IDS = "paths-extra-ids"

@@ -15,7 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from components.graph_view import GraphMarks, render_graph
-from components.text import clean, md_code, md_literal, short
 from retrieval.answer.fewshot import FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError, ValidationError
@@ -23,6 +22,7 @@ from retrieval.explore import console
 from retrieval.graph.catalog import GraphHandle
 from retrieval.graph.runtime import KG
 from retrieval.models import QueryResult
+from ui_text import clean, md_code, md_literal, short
 
 QUERY, PARAMS, HISTORY, RUN_NOW = "console-query", "console-params", "console-history", "console-run-now"
 HISTORY_SIZE = 30

@@ -31,12 +31,12 @@ from components.graph_view import GraphMarks, render_graph, render_view
 from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
-from components.text import clean, md_code, md_literal, slug
 from components.trace import render_trace, render_warnings, total_ms
 from retrieval.explore.export import suggest_keywords, to_graphml
 from retrieval.graph.index import SCHEMA_EDGES
 from retrieval.graph.runtime import KG
 from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
+from ui_text import clean, md_code, md_literal, slug
 
 
 def marks_for(result: SearchResult, fact: VerbalizedFact | None = None) -> GraphMarks:

@@ -7,8 +7,8 @@ import streamlit as st
 
 import app_state
 from components import communities_view as cv
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 cfg = app_state.settings()
 st.markdown("### Communities")

@@ -8,10 +8,10 @@ import app_state
 from components import ingest_panel as ip
 from components.fewshot_editor import render_fewshot_editor
 from components.labeling import render_query_set_import
-from components.text import md_literal
 from retrieval.config import DEMO_DIR
 from retrieval.errors import RetrievalError
 from retrieval.graph import catalog
+from ui_text import md_literal
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)

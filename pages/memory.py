@@ -6,7 +6,7 @@ import streamlit as st
 
 import app_state
 from components import memory_view as mv
-from components.text import md_literal, result_key
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 memory = mv.memory_store(cfg)

@@ -8,8 +8,8 @@ import app_state
 from components import paths_view as pv
 from components.links import PATH_MODES as MODES
 from components.search_form import url_choice_notice
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)

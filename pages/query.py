@@ -6,8 +6,8 @@ import streamlit as st
 
 import app_state
 from components.query_console import render_console
-from components.text import md_literal
 from retrieval.explore.console import MAX_ROWS, TIMEOUT_MS
+from ui_text import md_literal
 
 cfg = app_state.settings()
 st.markdown("### Query the graph")

@@ -8,11 +8,11 @@ import app_state
 from components import rerank_state as state
 from components import rerank_view as view
 from components.annotator import grading_target
-from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.evaluate import evaluate
 from retrieval.evaluation.inspect import apply_rerankers, pool_order
 from retrieval.evaluation.labels import shown_labels
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)

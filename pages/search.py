@@ -11,10 +11,10 @@ from components.compare_view import render_compare
 from components.nomatch_view import render_no_match
 from components.results import cited_chunk_ids, render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
-from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.models import SearchResult
 from retrieval.search.modes import to_text
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 st.markdown("### Search the knowledge graph")

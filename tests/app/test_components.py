@@ -13,7 +13,6 @@ from components.facts import fact_row, rank_of, score_keys
 from components.graph_view import GraphMarks, graph_html, pick_nodes
 from components.results import marks_for
 from components.sources import group_sources
-from components.text import clean, md_code, md_literal
 from retrieval.models import (
     Chunk,
     Decomposition,
@@ -28,6 +27,7 @@ from retrieval.models import (
 )
 from tests.app.grading import grader_data
 from tests.app.graphs import graph_payloads
+from ui_text import clean, md_code, md_literal
 
 IMG = "<img src=x onerror=alert(1)>"
 SCRIPT = "</script><script>alert(1)</script>"
