@@ -22,6 +22,7 @@ from retrieval.explore import console
 from retrieval.graph.catalog import GraphHandle
 from retrieval.graph.runtime import KG
 from retrieval.models import QueryResult
+from retrieval.stores.console import ConsoleError
 from ui_text import clean, md_code, md_literal, short
 
 QUERY, PARAMS, HISTORY, RUN_NOW = "console-query", "console-params", "console-history", "console-run-now"
@@ -136,7 +137,7 @@ def run(cfg: Settings, handle: GraphHandle, query: str, params_text: str) -> Non
         params = console.parse_params(params_text)
         result = console.run_query(cfg, handle, query, params)
         entry.update(status=result.showing, result=result)
-    except console.ConsoleError as exc:
+    except ConsoleError as exc:
         entry.update(status=exc.kind, error=str(exc))
     except RetrievalError as exc:
         entry.update(status="error", error=str(exc))
