@@ -144,35 +144,24 @@ def open_kg_or_none(cfg: Settings) -> KG | None:
         return None
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) -> SearchResult:
-    """One KG search, cached on (graph, version, query, params)."""
-    from retrieval.search.retriever import search
-
-    return search(_kg, query, SearchParams.model_validate_json(params_json))
-
-
 def run_mode(
     kg: KG, graph: str, version: str, mode: str, query: str, *, limit: int, text_weight: float, params_json: str
 ) -> SearchResult:
-    """One search in any `retrieval.search.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
-    KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
-    if mode == "kg":
-        from retrieval.search.nomatch import gate
-
-        return gate(run_search(kg, graph, version, query, params_json))
-    return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
+    """One search in any `retrieval.search.modes` mode, cached on (graph, version, mode, query, the parameters it
+    uses): KG takes the search parameters; the tools take `limit`, and hybrid also `text_weight`."""
+    kg_mode = mode == "kg"
+    return _run_mode(kg, graph, version, mode, query, None if kg_mode else limit,
+                     text_weight if mode == "hybrid" else None, params_json if kg_mode else None)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def _run_tool_mode(
-    _kg: KG, graph: str, version: str, mode: str, query: str, limit: int, text_weight: float | None
-) -> SearchResult:
-    from retrieval.search.modes import run_mode as run
+def _run_mode(_kg: KG, graph: str, version: str, mode: str, query: str, limit: int | None,
+              text_weight: float | None, params_json: str | None) -> SearchResult:
+    from retrieval.search import modes
 
-    if text_weight is None:
-        return run(_kg, mode, query, limit=limit)
-    return run(_kg, mode, query, limit=limit, text_weight=text_weight)
+    params = SearchParams.model_validate_json(params_json) if params_json is not None else None
+    tool = {"limit": limit, "text_weight": text_weight}  # None: this mode does not use it
+    return modes.run_mode(_kg, mode, query, params=params, **{k: v for k, v in tool.items() if v is not None})
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
