@@ -37,12 +37,6 @@ _GRADER = st.components.v2.component(
 )
 
 
-@st.cache_resource(show_spinner=False)
-def label_store(data_dir: str) -> LabelStore:
-    """One label store (one SQLite connection) per data dir for this server process."""
-    return LabelStore.in_data_dir(Path(data_dir))
-
-
 @dataclass(frozen=True)
 class Tag:
     """A small badge beside an item (its type, channel, `shared`...); tone is one of the CSS tag colours."""

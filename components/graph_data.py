@@ -245,3 +245,8 @@ def status_line(view: GraphView, *, why: str = "node budget", extra: Sequence[st
     if view.left_edges:
         parts.append(f"{view.left_edges} more relations left out (edge cap {MAX_DRAWN_EDGES:,})")
     return " · ".join([*parts, *extra])
+
+
+def warm_layout(subgraph: Subgraph) -> None:
+    """Lay a subgraph out once, so igraph's slower first call is paid when a graph opens, not in its first view."""
+    drawing(subgraph, GraphMarks(), max_nodes=120, legend=Legend())

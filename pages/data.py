@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 import app_state
@@ -57,7 +59,7 @@ with right:
     st.caption("Formats: the native bundle (docs/bundle-format.md), HippoRAG OpenIE output, a GraphRAG output "
                "folder, a LightRAG working dir, GraphML, nodes.csv + relationships.csv, or documents (.txt, .md, .pdf, "
                ".epub; see the README).")
-    render_query_set_import("data-qs")
+    render_query_set_import(partial(app_state.label_store, cfg), "data-qs")
 
 if handle is not None:
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):

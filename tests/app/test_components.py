@@ -130,10 +130,11 @@ def test_sources_group_by_book_and_chapter_with_citing_facts() -> None:
 def _render_hostile() -> None:
     from components.results import render_result
     from retrieval.models import Chunk
+    from tests.app.grading import page_stores
     from tests.app.test_components import hostile_result
 
     chunks = {"c1": Chunk(id="c1", text="Ada wrote <script>alert(2)</script>", original_document="Book A")}
-    render_result(hostile_result(), chunks, "## Facts\n- x", key="k")
+    render_result(hostile_result(), chunks, "## Facts\n- x", key="k", **page_stores())
 
 
 def test_result_layout_renders_every_tab_with_literal_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
