@@ -35,7 +35,7 @@ from retrieval.evaluation.labels import LabelStore
 from retrieval.explore.export import suggest_keywords, to_graphml
 from retrieval.explore.memory import GraphMemory
 from retrieval.graph.index import SCHEMA_EDGES
-from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
+from retrieval.models import SearchResult, Subgraph, VerbalizedFact
 from ui_records import LiveGraph
 from ui_text import clean, md_code, md_literal, slug
 
@@ -146,22 +146,17 @@ def render_books(result: SearchResult, *, key: str, target: GradeTarget) -> None
     render_grader(rows, key=f"book-{key}", target=target)
 
 
-def cited_chunk_ids(result: SearchResult) -> tuple[str, ...]:
-    ids = [c for f in result.facts for c in (*f.chunk_ids, *(s.chunk_id for s in f.sources)) if c]
-    return tuple(dict.fromkeys(ids))
-
-
 def render_result(
-    result: SearchResult, chunks: dict[str, Chunk], agent_md: str, *, key: str, labels: Callable[[], LabelStore],
+    result: SearchResult, agent_md: str, *, key: str, labels: Callable[[], LabelStore],
     memory: Callable[[], GraphMemory], node_budget: int = 120, live: LiveGraph | None = None,
     answer_tab: Callable[[], None] | None = None,
 ) -> int | None:
     """Side by side: graph left, tabs right (tabs alone when a tool result has no subgraph).
 
-    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; grades go to the label store
-    `labels` opens and an export is saved to the Graph Memory `memory` opens; with `live` (the opened graph) the
-    graph answers clicks (details), double-clicks (expansion) and context actions; `answer_tab` draws an Answer
-    tab after Facts. Returns the picked fact index.
+    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; the sources are the chunks the
+    result carries; grades go to the label store `labels` opens and an export is saved to the Graph Memory
+    `memory` opens; with `live` (the opened graph) the graph answers clicks (details), double-clicks (expansion)
+    and context actions; `answer_tab` draws an Answer tab after Facts. Returns the picked fact index.
     """
     kg_mode = result.mode == "kg"
     has_graph = kg_mode or bool(result.subgraph.nodes)
@@ -199,7 +194,7 @@ def render_result(
                 fact = result.facts[picked]
                 if not kg_mode:
                     st.markdown(f"{channel_badge(fact)} {md_literal(citation_of(fact))}")
-                render_fact_detail(picked, fact, chunks)
+                render_fact_detail(picked, fact, result.chunks)
             else:
                 st.caption("Pick a fact (click, or Enter) to highlight its path in the graph and see its sources."
                            if has_graph else "Pick a fact (click, or Enter) to see its sources.")
@@ -210,7 +205,7 @@ def render_result(
             with tabs["Books"]:
                 render_books(result, key=key, target=target)
         with tabs["Sources"]:
-            render_sources(result.facts, chunks, query=result.query, key=f"sources-{key}", target=target,
+            render_sources(result.facts, result.chunks, query=result.query, key=f"sources-{key}", target=target,
                            picked=picked)
         with tabs["Agent context" if kg_mode else "Listing"]:
             render_agent_context(agent_md, file_stem(result.query), mode=result.mode)

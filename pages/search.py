@@ -11,7 +11,7 @@ import app_state
 from components.answer_view import render_answer_tab
 from components.compare_view import render_compare
 from components.nomatch_view import render_no_match
-from components.results import cited_chunk_ids, render_elsewhere, render_overview, render_result
+from components.results import render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
 from retrieval.errors import RetrievalError
 from retrieval.models import SearchResult
@@ -53,7 +53,6 @@ def run(mode: str) -> SearchResult:
 try:
     with st.spinner("Searching…"):
         results = [run(mode) for mode in (request.mode, request.compare) if mode]
-        chunks = app_state.chunks(kg, handle.version, cited_chunk_ids(results[0])) if len(results) == 1 else {}
 except (RetrievalError, ValidationError) as exc:
     st.error(f"Search failed: {md_literal(exc)}", icon=":material/error:")
     st.stop()
@@ -70,7 +69,7 @@ else:
     if result.no_match:
         render_no_match(result, key=key, labels=labels)
     else:
-        render_result(result, chunks, text, key=key, labels=labels, memory=partial(app_state.memory_store, cfg),
+        render_result(result, text, key=key, labels=labels, memory=partial(app_state.memory_store, cfg),
                       node_budget=request.node_budget, live=app_state.live_graph(kg),
                       answer_tab=lambda: render_answer_tab(cfg, kg, result, key=key,
                                                            cross_encoder=partial(app_state.cross_encoder, cfg)))

@@ -134,7 +134,7 @@ def _render_hostile() -> None:
     from tests.app.test_components import hostile_result
 
     chunks = {"c1": Chunk(id="c1", text="Ada wrote <script>alert(2)</script>", original_document="Book A")}
-    render_result(hostile_result(), chunks, "## Facts\n- x", key="k", **page_stores())
+    render_result(hostile_result().model_copy(update={"chunks": chunks}), "## Facts\n- x", key="k", **page_stores())
 
 
 def test_result_layout_renders_every_tab_with_literal_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -202,7 +202,7 @@ def _render_partial_failure() -> None:
         query="q", mode="comprehensive", facts=(fact("chunk:c1", "c1"),), counts={"vector": 1, "total": 1},
         warnings=("graph search failed: RetrievalError: kuzu went away",),
     )
-    render_result(result, {}, "listing", key="k", **page_stores())
+    render_result(result, "listing", key="k", **page_stores())
 
 
 def test_a_tool_result_shows_its_degradation_up_front_and_takes_the_full_width(
