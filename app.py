@@ -25,6 +25,7 @@ nav = st.navigation(
         "Explore": [
             st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search", default=True),
             st.Page("pages/paths.py", title="Paths", icon=":material/route:", url_path="paths"),
+            st.Page("pages/map.py", title="Map", icon=":material/map:", url_path="map"),
             st.Page("pages/memory.py", title="Graph Memory", icon=":material/inventory_2:", url_path="memory"),
             st.Page("pages/query.py", title="Query", icon=":material/terminal:", url_path="query"),
             st.Page("pages/communities.py", title="Communities", icon=":material/groups:", url_path="communities"),

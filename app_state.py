@@ -33,6 +33,7 @@ from retrieval.search import modes
 from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
+from ui_map import MapBody, encode_body
 from ui_records import Capability, EntityCatalog, LiveGraph
 from ui_text import entity_label, md_code, md_literal
 
@@ -286,6 +287,28 @@ def _schema(_kg: KG, name: str, version: str) -> Subgraph:
 def schema(kg: KG) -> Subgraph:
     """The graph's schema (entity types joined by their relation types), from the in-memory index."""
     return _schema(kg, kg.name, kg.version)
+
+
+# --- the Map ----------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _map_body(_kg: KG, name: str, version: str, _progress: Callable[[str, int, int], None] | None) -> MapBody:
+    from retrieval.graph.mapdata import map_data
+
+    layout = _kg.layout(_progress)
+    return encode_body(map_data(_kg.index, layout, _kg.communities, version))
+
+
+def map_body(kg: KG, progress: Callable[[str, int, int], None] | None = None) -> MapBody:
+    """The whole graph as the Map draws it, encoded once per graph version; a version whose layout is not stored
+    yet gets it computed now (`progress` hears it) and stored with the version."""
+    return _map_body(kg, kg.name, kg.version, progress)
+
+
+def map_layout_ready(kg: KG) -> bool:
+    """Whether the version's map layout is at hand (stored or computed), so the map opens without computing it."""
+    return kg.stored_layout() is not None
 
 
 # --- traversals: the Paths page and every live graph view ---------------------------------------

@@ -13,12 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 from retrieval.models import Entity, Relation, Subgraph
+from ui_palette import type_colors as palette_colors
 from ui_text import clean, short
 
-PALETTE = (
-    "#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2",
-    "#eeca3b", "#9d755d", "#ff9da6", "#bab0ac", "#5f9ea0", "#8c6d31",
-)
 MAX_DRAWN_NODES = 5000  # the live view's own ceiling: beyond it the status line says what is left out
 MAX_DRAWN_EDGES = 10_000
 EDGE_LENGTH = 120  # px between neighbours in the computed layout
@@ -94,11 +91,10 @@ class GraphView:
 EMPTY = GraphView(html="", shown_nodes=0, total_nodes=0, shown_edges=0, focus_nodes=0, focus_edges=0)
 
 
-def type_colors(nodes: Iterable[Entity]) -> dict[str, str]:
-    """Most frequent type first, so the common types get the most distinct colours."""
-    counts = Counter(clean(n.type) or "entity" for n in nodes)
-    ordered = sorted(counts, key=lambda t: (-counts[t], t))
-    return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(ordered)}
+def type_colors(nodes: Iterable[Entity], order: Sequence[str] = ()) -> dict[str, str]:
+    """The colours of the nodes' types (`ui_palette.type_colors`): by the graph's type `order` when given, so a
+    type keeps its colour on every page of one graph; else most frequent first among these nodes."""
+    return palette_colors((clean(n.type) or "entity" for n in nodes), [clean(t) for t in order])
 
 
 def pick_nodes(subgraph: Subgraph, marks: GraphMarks, max_nodes: int) -> list[Entity]:

@@ -79,7 +79,7 @@ def state_for(key: str, scene: str) -> ViewState:
 
 def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks | None = None) -> None:
     """Change the view's state by one browser event (select, expand, undo, redo, hide, unhide, pin, unpin,
-    path_start, path_end, search, communities); unknown events and malformed ids change nothing."""
+    path_start, path_end, search, communities, open); unknown events and malformed ids change nothing."""
     kind, node, seq = event.get("type"), event.get("id"), event.get("seq")
     if isinstance(seq, int | float):
         if seq <= state.last_seq:
@@ -122,7 +122,7 @@ def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks |
             state.nav = ("paths", state.path_start, node)
         else:
             state.path_start = node  # an end without a start: take it as the start, ask for the other end
-    elif kind in ("search", "communities") and ok:
+    elif kind in ("search", "communities", "open") and ok:
         state.nav = (kind, node, "")
 
 
@@ -234,8 +234,9 @@ def details(kg: KG | None, view: Subgraph, selected: tuple[str, str], scores: Ma
 # --- navigation -----------------------------------------------------------------------------------
 
 
-def _navigate(kg: KG, state: ViewState) -> None:
-    """Open Paths (both ends chosen) or Search (from an entity); the pending move is cleared first."""
+def navigate(kg: KG, state: ViewState) -> None:
+    """Open Paths (both ends chosen, or a neighbourhood to explore: "open"), Communities or Search (from an
+    entity); the pending move is cleared first."""
     nav, state.nav = state.nav, None
     if nav is None:
         return
@@ -249,6 +250,8 @@ def _navigate(kg: KG, state: ViewState) -> None:
     if what == "paths":
         state.path_start = None
         st.switch_page("pages/paths.py", query_params=paths_params(kg.name, label(a), label(b)))
+    if what == "open":  # its neighbourhood in the live view, on Paths › Explore
+        st.switch_page("pages/paths.py", query_params={"graph": kg.name, "start": label(a)})
     if what == "communities":  # the entity's smallest community opens with it in focus; the rest are listed
         try:
             mine = sorted(kg.communities.of_entity(a), key=lambda c: (c.size, c.level, c.id))
@@ -326,7 +329,7 @@ def render(
     scene = scene or digest(ids, max_nodes)
     state = state_for(key, scene)
     if kg is not None and state.nav is not None:
-        _navigate(kg, state)
+        navigate(kg, state)
     legend = legend or Legend()
     sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
                  [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, sorted(state.pinned),

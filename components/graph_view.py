@@ -16,7 +16,6 @@ from pyvis.network import Network
 
 from components import graph_instrument
 from components.graph_data import (
-    PALETTE,
     GraphMarks,
     GraphView,
     Legend,
@@ -24,6 +23,7 @@ from components.graph_data import (
     type_colors,
 )
 from retrieval.models import Entity, Relation, Subgraph
+from ui_palette import PALETTE
 from ui_records import LiveGraph
 from ui_text import clean, esc, short
 

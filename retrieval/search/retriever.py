@@ -51,6 +51,8 @@ from retrieval.search.nomatch import strength
 from retrieval.search.verbalize import cited, fact_vectors, global_fact, path_fact, with_sources
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS, VectorHit
 
+PPR_MASS_TOP = 2000  # entities of the whole graph a result keeps by PPR mass (the map's heat overlay)
+
 
 def kg_fact_vectors(kg: KG) -> Callable[[Sequence[VerbalizedFact]], np.ndarray]:
     """Fact vectors of this graph from its stored relation vectors (verbalize.fact_vectors)."""
@@ -60,6 +62,14 @@ def kg_fact_vectors(kg: KG) -> Callable[[Sequence[VerbalizedFact]], np.ndarray]:
 def mention_cosines(kg: KG, qvec: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     """Cosine of the query with each named entity's stored vector (its `name: description` text)."""
     return kg.vectors.vectors(ENTITIES, ids) @ qvec if ids else np.zeros(0, dtype=np.float32)
+
+
+def top_mass(scores: np.ndarray, k: int) -> list[int]:
+    """The (at most) k entities with the most PPR mass, best first; entities the walk never reached left out."""
+    nonzero = np.flatnonzero(scores > 0)
+    if len(nonzero) > k:
+        nonzero = nonzero[np.argpartition(-scores[nonzero], k - 1)[:k]]
+    return nonzero[np.lexsort((nonzero, -scores[nonzero]))].tolist()
 
 
 def check_query(query: str) -> str:
@@ -284,6 +294,8 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
     entity_ppr = {} if ppr_of is None else {  # the graph view's details panel shows each entity's own PPR
         n.id: float(ppr_of[index.id_to_idx[n.id]]) for n in subgraph.nodes if n.id in index.id_to_idx}
     trace.timings.append(StageTiming(stage="total", ms=(time.perf_counter() - start) * 1000))
+    ids = index.arrays.node_ids
+    mass = {} if ppr_of is None else {ids[i]: float(ppr_of[i]) for i in top_mass(ppr_of, PPR_MASS_TOP)}
     return SearchResult(
         query=query,
         params=params,
@@ -298,6 +310,7 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         warnings=tuple(dict.fromkeys(trace.warnings)),
         graph_version=kg.version,
         entity_ppr=entity_ppr,
+        ppr_mass=mass,
         chunks=cited(facts, chunks),
         evidence_strength=strength(rel_hits[0], chunk_hits, entity_hits, kg.embedder.name),
     )

@@ -26,10 +26,13 @@ const FOCUS = "#e8590c";
 const PATH = "#1d2433";
 const DEST = "#6d28d9";
 const DIM = "#d9dde4";
-const DIM_REGION = "rgba(160,170,185,0.10)";
-const EDGE = "rgba(120,130,145,0.35)";
+const DIM_REGION = "#f1f3f6";
+const EDGE = "#c9cfd8";
+const EDGE_DIM = "#e6e9ee";
+const REGION_BACK = "#f4f6f9"; // the faint discs behind entities
 const FONT = '"Source Sans Pro", "Source Sans 3", system-ui, sans-serif';
 const SEQ = ["#dbe9f6", "#a6cee3", "#6baed6", "#3182bd", "#08519c", "#08306b"]; // low -> high (degree, PageRank)
+const HEAT_DECADES = 3; // PPR mass shown as heat down to a thousandth of the best entity's
 const HEAT = ["#fff3b0", "#fdd870", "#fdae61", "#f46d43", "#d73027", "#a50026"]; // low -> high PPR mass
 const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#eeca3b", "#9d755d",
   "#ff9da6", "#bab0ac", "#5f9ea0", "#8c6d31"];
@@ -46,14 +49,25 @@ function bytesOf(data) {
   return null;
 }
 
-// The payload: a little-endian uint32 header length, the JSON header, then the arrays it lists (4-byte aligned).
-function decodeMap(data) {
-  const raw = bytesOf(data);
-  if (!raw) return null;
-  const buf = raw.slice().buffer; // an own, aligned copy: typed arrays need aligned offsets
+const align8 = (v) => v + (-v & 7);
+
+// A message (ui_map.py): b"KGM1", a uint32 length and the view's JSON header, padding to 8 bytes, then the
+// graph version's body (decodeBody). The view header names the body's revision, so an unchanged body is not
+// decoded again.
+function decodeView(raw) {
+  if (raw.length < 8 || String.fromCharCode(raw[0], raw[1], raw[2], raw[3]) !== "KGM1") return null;
+  const len = new DataView(raw.buffer, raw.byteOffset, raw.byteLength).getUint32(4, true);
+  const head = JSON.parse(new TextDecoder().decode(raw.subarray(8, 8 + len)));
+  return { head, start: align8(8 + len) };
+}
+
+// The body: a uint32 length and its JSON header (counts, names, types, communities, where each array lies),
+// padding to 8 bytes, then the arrays. Copied into a buffer of its own: typed arrays need aligned offsets.
+function decodeBody(raw, start) {
+  const buf = raw.slice(start).buffer;
   const len = new DataView(buf).getUint32(0, true);
   const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, len)));
-  const base = 4 + len;
+  const base = align8(4 + len);
   const a = {};
   for (const [name, [off, count, kind]] of Object.entries(head.arrays)) a[name] = new KINDS[kind](buf, base + off, count);
   return { head, a };
@@ -64,9 +78,12 @@ function hexRgb(hex) {
   return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
 }
 
-function rgba(hex, alpha) {
+// The colour `hex` at `alpha` over white, as an opaque colour: sigma blends premultiplied colours, so a
+// translucent one would vanish on the white page.
+function pale(hex, alpha) {
   const [r, g, b] = hexRgb(hex);
-  return "rgba(" + r + "," + g + "," + b + "," + alpha + ")";
+  const mix = (c) => Math.round(255 - (255 - c) * alpha).toString(16).padStart(2, "0");
+  return "#" + mix(r) + mix(g) + mix(b);
 }
 
 function ramp(scale, q) { return scale[Math.max(0, Math.min(scale.length - 1, Math.floor(q * scale.length)))]; }
@@ -327,8 +344,8 @@ class MapView {
 
   // --- data ---------------------------------------------------------------------------------------
 
-  apply(payload) {
-    this.p = payload.head;
+  apply(view, body) {
+    this.p = view;
     if (!this.root.classList.contains("kgv-full")) this.root.style.height = this.p.height + "px";
     this.root.dataset.kgKey = this.p.key;
     this.root.dataset.kgRev = this.p.rev;
@@ -336,7 +353,7 @@ class MapView {
     if (this.p.rev !== this.rev) {
       this.rev = this.p.rev;
       const t0 = performance.now();
-      this.model = new Model(payload.head, payload.a);
+      this.model = new Model(body.head, body.a);
       this.root.dataset.kgPrepMs = String(Math.round(performance.now() - t0));
       this.root.dataset.kgEntities = String(this.model.n);
       this.mode = null;
@@ -346,7 +363,10 @@ class MapView {
       this.onlyRegion = -1;
       this.selected = -1;
       this.renderFilter();
-      if (!this.sigma) this.createSigma(); else this.sigma.setCustomBBox(this.model.bbox);
+      this.renderLegend();
+      if (!this.sigma) this.createSigma();
+      this.sigma.setCustomBBox(this.model.bbox);
+      if (this._size) this.sigma.refresh();
       this.sigma.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1, angle: 0 });
     }
     this.applyExtra(EXTRA.get(this.p.key) || this.x || {});
@@ -377,6 +397,17 @@ class MapView {
     });
     this.sigma.setCustomBBox(this.model.bbox);
     this.root.kgSigma = this.sigma;
+    // the page lays the element out after it is mounted (and full screen resizes it): draw again at the new size
+    this.resizer = new ResizeObserver(() => {
+      const { width, height } = this.canvasBox.getBoundingClientRect();
+      if (!width || !height || !this.sigma) return;
+      if (this._size && this._size[0] === width && this._size[1] === height) return;
+      this._size = [width, height];
+      this.sigma.resize();
+      this.sigma.refresh(); // now, so that its frame (the custom bbox) is in force for the view rectangle
+      this.sync(true);
+    });
+    this.resizer.observe(this.canvasBox);
     const s = this.sigma;
     s.on("beforeRender", () => { this.labels = []; this.boxes = []; });
     s.on("afterRender", () => {
@@ -452,7 +483,8 @@ class MapView {
   }
 
   sync(force) {
-    if (!this.model || !this.sigma) return;
+    if (!this.model || !this.sigma || !this._size) return; // not laid out yet: the resize observer calls again
+    if (this.fitPending) { this.fitPending = false; this.fitLights(); } // moves the camera at once
     const rect = this.viewRect(), ppu = this.pxPerUnit();
     const mode = this.chooseMode(rect, ppu);
     const L = this.loaded;
@@ -470,7 +502,11 @@ class MapView {
     this.rebuild(mode, rect, ppu);
   }
 
-  redraw() { if (this.model && this.sigma) { this.renderLegend(); this.rebuild(this.mode || "c0", this.viewRect(), this.pxPerUnit()); } }
+  redraw() { // colours, sizes, filters or marks changed: draw the same view again
+    if (!this.model) return;
+    this.renderLegend();
+    if (this.sigma && this._size) this.rebuild(this.mode || "c0", this.viewRect(), this.pxPerUnit());
+  }
 
   entityOf(key) { return key[0] === "e" || key[0] === "k" ? Number(key.slice(1)) : -1; }
 
@@ -496,7 +532,7 @@ class MapView {
     const M = this.model;
     if (this.lights) {
       const h = this.lights.regionHeat.get(k);
-      return h === undefined ? DIM_REGION : rgba(ramp(HEAT, h), 0.55);
+      return h === undefined ? DIM_REGION : pale(ramp(HEAT, h), 0.55);
     }
     let hex;
     if (this.colorBy === "type") { const t = M.dominant()[k]; hex = t >= 0 ? M.types[t][1] : "#9aa3b0"; }
@@ -507,12 +543,12 @@ class MapView {
       }
       hex = ramp(SEQ, this._regionQ.q[k]);
     }
-    return rgba(hex, M.regions.level[k] === 1 ? 0.42 : 0.3);
+    return pale(hex, M.regions.level[k] === 1 ? 0.42 : 0.28);
   }
 
   sizeFactor(i) {
     if (this.sizeBy === "uniform") return 1;
-    return 0.7 + 1.8 * this.model.quantile(this.sizeBy)[i] ** 2;
+    return 0.75 + 1.25 * this.model.quantile(this.sizeBy)[i] ** 3;
   }
 
   rebuild(mode, rect, ppu) {
@@ -535,10 +571,10 @@ class MapView {
         ids = ids.slice(0, ENTITY_BUDGET);
       }
       this.loaded = { rect: wide, ppu };
-      const px = this.inView <= 250 ? 6 : this.inView <= 1200 ? 4.5 : 3;
+      const px = this.inView <= 300 ? 4 : this.inView <= 1500 ? 3 : 2.2;
       this.entityLabels = this.inView <= LABEL_BUDGET;
       // faint discs of the communities behind their entities
-      for (const k of this.regionsIn(wide, 0)) this.addRegion(g, k, false, 0.06);
+      for (const k of this.regionsIn(wide, 0)) this.addRegion(g, k, false, true);
       for (const i of ids) this.addEntity(g, i, px / ppu * this.sizeFactor(i));
       this.entitiesDrawn = ids.length;
       this.addRelations(g, ids);
@@ -571,13 +607,13 @@ class MapView {
     this.renderStatus();
   }
 
-  addRegion(g, k, labelled, alpha) {
+  addRegion(g, k, labelled, faint) {
     const R = this.model.regions;
     const key = "r" + k;
     if (g.hasNode(key)) return;
     g.addNode(key, {
       x: R.x[k], y: R.y[k], size: R.r[k], type: "circle", kind: "region", region: k,
-      color: alpha ? rgba("#8a94a6", alpha) : this.regionColor(k),
+      color: faint ? REGION_BACK : this.regionColor(k), faint: Boolean(faint),
       label: labelled ? R.title[k] : null, zIndex: 0,
     });
   }
@@ -603,7 +639,7 @@ class MapView {
         const key = "l" + i + "_" + j;
         if (g.hasEdge(key)) continue;
         if (drawn >= EDGE_BUDGET) { left++; continue; }
-        g.addEdgeWithKey(key, "e" + i, "e" + j, { type: "line", color: this.lights ? "rgba(160,168,180,0.25)" : EDGE });
+        g.addEdgeWithKey(key, "e" + i, "e" + j, { type: "line", color: this.lights ? EDGE_DIM : EDGE });
         drawn++;
       }
     }
@@ -632,9 +668,14 @@ class MapView {
     }
     if (lit) {
       for (const [a, b] of lit.edges) {
-        const key = "p" + Math.min(a, b) + "_" + Math.max(a, b);
-        if (g.hasEdge(key) || !g.hasNode("e" + a) || !g.hasNode("e" + b)) continue;
-        g.addEdgeWithKey(key, "e" + a, "e" + b, { type: "thick", size: 2.6 / ppu, color: PATH });
+        if (!g.hasNode("e" + a) || !g.hasNode("e" + b) || a === b) continue;
+        const drawn = g.edge("e" + a, "e" + b); // the plain relation between them gives way to the path's
+        if (drawn !== undefined) {
+          if (drawn[0] === "p") continue;
+          g.dropEdge(drawn);
+        }
+        g.addEdgeWithKey("p" + Math.min(a, b) + "_" + Math.max(a, b), "e" + a, "e" + b,
+                         { type: "thick", size: 2.6 / ppu, color: PATH });
       }
     }
     this.root.dataset.kgLit = String(marks.size);
@@ -664,7 +705,7 @@ class MapView {
   }
 
   drawHover(ctx, data) {
-    if (data.kind === "ring") return;
+    if (data.kind === "ring" || data.faint) return;
     const M = this.model;
     const lines = [short(data.label || "", 80)];
     if (data.kind === "entity") {
@@ -696,7 +737,8 @@ class MapView {
     const i = this.entityOf(key);
     if (i >= 0) { this.choose(i); return; }
     const attrs = this.graph.getNodeAttributes(key);
-    if (attrs.kind === "region") this.zoomToRegion(attrs.region);
+    if (attrs.kind === "region" && !attrs.faint) this.zoomToRegion(attrs.region);
+    else if (this.selected >= 0) this.choose(-1); // a faint disc behind the entities is empty space
   }
 
   choose(i) { // select an entity (its details come back from Python), or none
@@ -709,14 +751,20 @@ class MapView {
     this.redraw();
   }
 
-  toFramed(x, y) { return this.sigma.viewportToFramedGraph(this.sigma.graphToViewport({ x, y })); }
+  toFramed(x, y) { // sigma's own normalisation of the fixed frame (createNormalizationFunction)
+    const b = this.model.bbox;
+    const ratio = Math.max(b.x[1] - b.x[0], b.y[1] - b.y[0]) || 1;
+    return { x: 0.5 + (x - (b.x[0] + b.x[1]) / 2) / ratio, y: 0.5 + (y - (b.y[0] + b.y[1]) / 2) / ratio };
+  }
 
   zoomTo(x0, y0, x1, y1, duration) {
     const M = this.model;
     const c = this.toFramed((x0 + x1) / 2, (y0 + y1) / 2);
     const span = Math.max(x1 - x0, y1 - y0) / Math.max(M.bbox.x[1] - M.bbox.x[0], M.bbox.y[1] - M.bbox.y[0]);
     const ratio = Math.max(0.0006, Math.min(1, span * 1.15));
-    this.sigma.getCamera().animate({ x: c.x, y: c.y, ratio }, { duration: duration === undefined ? 350 : duration });
+    const camera = this.sigma.getCamera();
+    if (duration === 0) camera.setState({ x: c.x, y: c.y, ratio });
+    else camera.animate({ x: c.x, y: c.y, ratio }, { duration: duration === undefined ? 350 : duration });
   }
 
   zoomToRegion(k) {
@@ -836,8 +884,8 @@ class MapView {
       this.lights = lit ? this.prepareLights(lit) : null;
       this.litBtn.hidden = !lit;
       this.root.dataset.kgLights = rev || "";
-      this.renderLegend();
-      if (this.sigma) { this.rebuild(this.mode || "c0", this.viewRect(), this.pxPerUnit()); if (lit) this.fitLights(); }
+      this.fitPending = Boolean(lit); // once the map has its size
+      this.redraw();
     }
     if (typeof x.focus === "number" && x.focus !== this._focused && x.focus >= 0 && x.focus < this.model.n) {
       this._focused = x.focus; // Python asked to show an entity (a relation's other end in the panel)
@@ -849,19 +897,23 @@ class MapView {
     this.root.dataset.kgExtra = String(x.seq || "");
   }
 
+  // Heat on a log scale of PPR mass: the best entity 1, a thousandth of its mass 0 (and below: dimmed with the
+  // rest). Communities by the mass of their members, on the same scale.
   prepareLights(lit) {
     const M = this.model;
-    const heat = new Map();
-    const n = lit.heat.length;
-    lit.heat.forEach(([i], rank) => heat.set(i, n > 1 ? 1 - rank / (n - 1) : 1)); // best first
-    const regionHeat = new Map(), mass = new Map();
+    const scale = (map) => {
+      let top = 0;
+      for (const v of map.values()) top = Math.max(top, v);
+      const out = new Map();
+      if (top > 0) for (const [k, v] of map) { const h = 1 + Math.log10(v / top) / HEAT_DECADES; if (h > 0.02) out.set(k, h); }
+      return out;
+    };
+    const mass = new Map(lit.heat), regionMass = new Map();
     for (const [i, v] of lit.heat) {
-      for (const k of [M.region[i], M.subregion[i]]) if (k >= 0) mass.set(k, (mass.get(k) || 0) + v);
+      for (const k of [M.region[i], M.subregion[i]]) if (k >= 0) regionMass.set(k, (regionMass.get(k) || 0) + v);
     }
-    const ranked = [...mass.entries()].sort((p, q) => q[1] - p[1]);
-    ranked.forEach(([k], r) => regionHeat.set(k, ranked.length > 1 ? 1 - r / (ranked.length - 1) : 1));
-    return { heat, regionHeat, seeds: new Set(lit.seeds), dest: new Set(lit.dest), path: new Set(lit.path_nodes),
-             edges: lit.path_edges, label: lit.label, raw: lit };
+    return { heat: scale(mass), regionHeat: scale(regionMass), seeds: new Set(lit.seeds), dest: new Set(lit.dest),
+             path: new Set(lit.path_nodes), edges: lit.path_edges, label: lit.label };
   }
 
   renderPanel() {
@@ -986,6 +1038,7 @@ class MapView {
     document.removeEventListener("keydown", this.onKey);
     clearTimeout(this._later);
     if (this._syncFrame) cancelAnimationFrame(this._syncFrame);
+    if (this.resizer) this.resizer.disconnect();
     if (this.sigma) this.sigma.kill();
     this.sigma = null;
     this.root.remove();
@@ -1000,10 +1053,15 @@ export default function (component) {
     INSTANCES.set(parentElement, view);
   }
   view.setTrigger = setTriggerValue;
-  if (data) {
-    if (view._data !== data) { view._data = data; view._decoded = decodeMap(data); }
-    const payload = view._decoded;
-    if (payload) whenLib(() => view.apply(payload));
+  const raw = data ? bytesOf(data) : null;
+  const message = raw ? decodeView(raw) : null;
+  if (message) {
+    if (message.head.rev !== view.bodyRev) { // a new graph version (or the first message): decode its body once
+      view.body = decodeBody(raw, message.start);
+      view.bodyRev = message.head.rev;
+    }
+    const body = view.body;
+    whenLib(() => view.apply(message.head, body));
   }
   return () => {
     view.destroy();
