@@ -85,3 +85,20 @@ def message(body: MapBody, view: dict[str, Any]) -> bytes:
     # the body's start is padded so that its JSON length field and arrays stay 4-byte aligned in the message
     prefix = _pad(MAGIC + struct.pack("<I", len(head)) + head, 8)
     return prefix + body.data
+
+
+def decode_message(raw: bytes) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+    """A message read back as the browser reads it: the view's header, the body's header, the arrays (the
+    format's reference reader, for tests and benchmarks)."""
+    if raw[:4] != MAGIC:
+        raise ValueError("not a KG Lens map message")
+    (view_len,) = struct.unpack_from("<I", raw, 4)
+    view = json.loads(raw[8: 8 + view_len])
+    start = 8 + view_len + (-(8 + view_len) % 8)
+    (head_len,) = struct.unpack_from("<I", raw, start)
+    head = json.loads(raw[start + 4: start + 4 + head_len])
+    base = start + 4 + head_len + (-(4 + head_len) % 8)
+    kinds = {v: k for k, v in ARRAY_KINDS.items()}
+    arrays = {name: np.frombuffer(raw, dtype=kinds[kind].newbyteorder("<"), count=count, offset=base + off)
+              for name, (off, count, kind) in head["arrays"].items()}
+    return view, head, arrays

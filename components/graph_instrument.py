@@ -19,6 +19,7 @@ from components.links import paths_params, search_params
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.explore.details import entity_details, relation_details, view_entity_details, view_relation_details
 from retrieval.explore.export import merge_subgraphs
+from retrieval.graph.mapdata import type_order
 from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_BUDGET, neighbour_summary
 from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph
@@ -278,6 +279,14 @@ class Built:
     warnings: tuple[str, ...]
 
 
+def map_context(kg: KG, view: Subgraph) -> dict[str, Any]:
+    """What the graph's Map shares with this view: the stored positions of its entities (when the version has
+    its layout) and the graph's type order (a type's colour)."""
+    stored = kg.stored_layout()
+    return {"stored": stored.positions([n.id for n in view.nodes]) if stored is not None else None,
+            "type_order": type_order(kg.index)}
+
+
 def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: LiveGraph | None, max_nodes: int,
           legend: Legend, hooks: ExpandHooks | None, base_ids: frozenset[str] | None,
           anchors: Mapping[str, str] | None, cut_note: str) -> Built:
@@ -291,7 +300,8 @@ def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: Live
         view, more, warnings = grow(live, base, state.active)
         grown.update(more)
     drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
-                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown)
+                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown,
+                    **map_context(live.kg, view) if live is not None else {})
     added = len(view.nodes) - len(base.nodes)
     unique = len({n.id for n in subgraph.nodes})
     shown = replace(drawn.view, total_nodes=max(subgraph.total_nodes, unique) + added)

@@ -65,7 +65,8 @@ def path_lights(result: PathResult) -> Lights:
     """A why-connected question's marks: both ends as seeds, every path's nodes and hops."""
     nodes = [n.id for p in result.paths for n in p.nodes]
     edges = tuple((e.source_id, e.target_id) for p in result.paths for e in p.edges)
-    label = f"Paths {short(result.source.name, 40)} → {short(result.target.name, 40)}: {_count(len(result.paths), 'path')}"
+    ends = f"{short(result.source.name, 40)} → {short(result.target.name, 40)}"
+    label = f"Paths {ends}: {_count(len(result.paths), 'path')}"
     return Lights(label, (result.source.id, result.target.id), (), tuple(dict.fromkeys(nodes)), edges)
 
 

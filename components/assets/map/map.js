@@ -345,6 +345,7 @@ class MapView {
   // --- data ---------------------------------------------------------------------------------------
 
   apply(view, body) {
+    const fresh = !this.p || this.p.rev !== view.rev; // a rerun for something else hands the same map again
     this.p = view;
     if (!this.root.classList.contains("kgv-full")) this.root.style.height = this.p.height + "px";
     this.root.dataset.kgKey = this.p.key;
@@ -362,6 +363,8 @@ class MapView {
       this.hiddenRels = new Set();
       this.onlyRegion = -1;
       this.selected = -1;
+      if (this.colorBy === "type" && body.head.types.length < 2) this.colorBy = "community"; // one type: no news
+      this.colorSel.value = this.colorBy;
       this.renderFilter();
       this.renderLegend();
       if (!this.sigma) this.createSigma();
@@ -370,7 +373,7 @@ class MapView {
       this.sigma.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1, angle: 0 });
     }
     this.applyExtra(EXTRA.get(this.p.key) || this.x || {});
-    this.sync(true);
+    if (fresh) this.sync(true);
   }
 
   createSigma() {
