@@ -42,8 +42,8 @@ if app_state.map_layout_ready(kg):
     body = app_state.map_body(kg)
 else:  # a version built before layouts were stored: laid out once now, then kept with the version
     bar = st.progress(0.0, text="Laying out the whole graph (once for this version)…")
-    body = app_state.map_body(kg, lambda stage, done, total: bar.progress(done / max(total, 1),
-                                                                           text=f"Laying out {done:,} of {total:,} entities…"))
+    body = app_state.map_body(kg, lambda _, done, total: bar.progress(
+        done / max(total, 1), text=f"Laying out {done:,} of {total:,} entities…"))
     bar.empty()
 for warning in body.warnings:
     st.warning(md_literal(warning), icon=":material/warning:")

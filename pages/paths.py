@@ -41,6 +41,9 @@ try:
             result = app_state.ranked_paths(kg, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
             chunks = app_state.chunks(kg, kg.version, pv.path_chunk_ids(result))
         pv.render_why(memory, partial(app_state.label_store, cfg), live, result, chunks)
+        st.page_link("pages/map.py", label="Show on map", icon=":material/map:", query_params={
+            "graph": handle.name, "a": cat.label(why.a), "b": cat.label(why.b), "k": str(why.k),
+            "hops": str(why.hops), **({"pq": why.query} if why.query else {})})
     else:
         params = pv.explore_controls(kg, cat)
         if params is None:
@@ -48,5 +51,8 @@ try:
                        "first, then expand any entity's neighbours step by step (Back/Forward undo and redo).")
             st.stop()
         pv.render_explore(memory, live, cat, params)
+        st.page_link("pages/map.py", label="Show on map", icon=":material/map:", query_params={
+            "graph": handle.name, "start": cat.label(params.start), "depth": str(params.depth),
+            "budget": str(params.budget)})
 except RetrievalError as exc:
     st.error(f"Traversal failed: {md_literal(exc)}", icon=":material/error:")

@@ -75,3 +75,6 @@ else:
                                                            cross_encoder=partial(app_state.cross_encoder, cfg)))
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
              query_params={"inspect": request.query, "graph": handle.name})  # not `q`: Search's own box
+st.page_link("pages/map.py", label="Show on map: seeds, PPR mass and paths on the whole graph",
+             icon=":material/map:", query_params={"graph": handle.name, "q": request.query,
+                                                  "params": request.params_json})

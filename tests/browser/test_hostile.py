@@ -1,8 +1,9 @@
 """The hostile corpus in Debian chromium: with its graph active, tour Search (with its Answer tab), Paths, Graph
-Memory (after saving a hostile subgraph), Rerank Inspector, Query, Communities and Data; hover the graph's nodes
-and work the live graph (details panel, expansion, context menu, find, filter) on payload nodes. No dialog opens,
-no request leaves 127.0.0.1, no payload script runs (window.__pwned stays unset in every frame), no payload
-becomes an element, and payloads show as literal text."""
+Memory (after saving a hostile subgraph), Rerank Inspector, Query, Communities, Map and Data; hover the graph's
+nodes and work the live graph (details panel, expansion, context menu, find, filter) on payload nodes, and the Map
+(its labels drawn on the canvas, the details panel, context menu, find suggestions, filter, zoomed-out titles).
+No dialog opens, no request leaves 127.0.0.1, no payload script runs (window.__pwned stays unset in every frame),
+no payload becomes an element, and payloads show as literal text."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from retrieval.embedding import Embedder
 from retrieval.graph import catalog
 from tests.browser.conftest import FRESH_GRAPH_DRAWN, mark_graphs_stale, settle, wait_graph_drawn
+from tests.browser.test_map import ENTITY_POINT, map_state, wait_map
 from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir
 from tests.data.hostile.make_bundle import EVIL_HOST, HUB_ID, PWNED, QUERY, Payload, accepted, load_payloads
@@ -135,6 +137,47 @@ class Tour:
         root.get_by_role("button", name="Filter").click()
 
 
+    def work_map(self, where: str) -> None:
+        """Use the Map on payload entities: read the labels it drew on the canvas, click a lit one (details panel),
+        right-click it (menu), find one by name (suggestions, then its panel), open the filter, zoom out (the
+        communities' titles); check after each."""
+        page = self.page
+        root = page.locator(".kgm-root")
+        state = map_state(page)
+        self.text += [text for text, _ in state["labels"]]  # drawn as canvas text, so absent from innerText
+        seed = state["lights"]["seeds"][0]
+        pt = page.evaluate(ENTITY_POINT, seed)
+        page.mouse.click(pt["x"], pt["y"])
+        root.locator(".kgv-panel:not([hidden])").wait_for(timeout=30_000)
+        self.check(f"{where}/details")
+        pt = page.evaluate(ENTITY_POINT, seed)
+        page.mouse.click(pt["x"], pt["y"], button="right")
+        root.locator(".kgv-menu:not([hidden])").wait_for(timeout=10_000)
+        self.check(f"{where}/menu")
+        page.keyboard.press("Escape")
+        name = state["names"][seed]
+        root.locator(".kgv-find").fill(name[:3])
+        root.locator(".kgm-suggest:not([hidden]) li").first.wait_for(timeout=10_000)
+        self.text.append(root.locator(".kgm-suggest").inner_text())
+        self.check(f"{where}/find")
+        root.locator(".kgm-suggest li").first.dispatch_event("mousedown")
+        root.get_by_role("button", name="Filter").click()
+        root.locator(".kgv-filter input[type=checkbox]").first.uncheck()
+        self.check(f"{where}/filter")
+        root.get_by_role("button", name="Filter").click()
+        root.get_by_role("button", name="Fit", exact=True).click()
+        box = root.locator(".kgm-canvas").bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        for _ in range(2):
+            page.mouse.wheel(0, 400)
+            time.sleep(0.4)
+        page.wait_for_function("() => ['c0', 'c1'].includes(document.querySelector('.kgm-root').dataset.kgMode)",
+                               timeout=30_000)
+        wait_map(page)
+        self.text += [text for text, _ in map_state(page)["labels"]]
+        self.check(f"{where}/zoomed-out")
+
+
 def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_graph: str) -> None:
     payloads = load_payloads()
     good = accepted(payloads)
@@ -213,6 +256,14 @@ def test_tour_every_page_on_the_hostile_graph(page: Any, app_url: str, hostile_g
     wait_graph_drawn(page, timeout_ms=60_000)
     tour.hover_graph()
     tour.check("communities")
+
+    # Map: the whole hostile graph with the hub's question lit on it, worked on payload entities
+    page.goto(f"{app_url}/map?{urllib.parse.urlencode({'q': QUERY, 'graph': hostile_graph})}")
+    page.wait_for_function("() => { const r = document.querySelector('.kgm-root'); return r && r.dataset.kgLights; }",
+                           timeout=90_000)
+    wait_map(page)
+    tour.check("map")
+    tour.work_map("map")
 
     # Data: the graph's statistics and the graphs of the data directory
     page.goto(f"{app_url}/data?{urllib.parse.urlencode({'graph': hostile_graph})}")
