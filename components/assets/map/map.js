@@ -20,6 +20,7 @@ const EDGE_BUDGET = 6000; // relations drawn at most among them
 const LABEL_BUDGET = 700; // entity labels once at most this many entities are in view
 const REGION_BUDGET = 3000; // community discs drawn at most
 const SUPER_EDGE_BUDGET = 2500; // links between community discs drawn at most (the strongest)
+const MOVE_EDGES = 2500; // beyond this many relations drawn, they are hidden while the camera moves
 const LEVEL1_PX = 22; // level-1 discs replace level-0 ones once their median radius on screen reaches this
 const ZOOMED_OUT = 1.25; // camera ratio past the frame (1): communities, however few entities
 const FOCUS = "#e8590c";
@@ -29,7 +30,7 @@ const DIM = "#d9dde4";
 const DIM_REGION = "#f1f3f6";
 const EDGE = "#c9cfd8";
 const EDGE_DIM = "#e6e9ee";
-const REGION_BACK = "#f4f6f9"; // the faint discs behind entities
+const REGION_BACK = "#f2f4f8"; // the faint discs of the communities behind entities
 const FONT = '"Source Sans Pro", "Source Sans 3", system-ui, sans-serif';
 const SEQ = ["#dbe9f6", "#a6cee3", "#6baed6", "#3182bd", "#08519c", "#08306b"]; // low -> high (degree, PageRank)
 const HEAT_DECADES = 3; // PPR mass shown as heat down to a thousandth of the best entity's
@@ -414,6 +415,7 @@ class MapView {
     const s = this.sigma;
     s.on("beforeRender", () => { this.labels = []; this.boxes = []; });
     s.on("afterRender", () => {
+      this.paintBackdrop();
       if (this.pendingRev) { this.root.dataset.kgDrawn = this.pendingRev; this.pendingRev = null; }
       this.root.dataset.kgFrames = String(Number(this.root.dataset.kgFrames || 0) + 1);
     });
@@ -576,13 +578,13 @@ class MapView {
       this.loaded = { rect: wide, ppu };
       const px = this.inView <= 300 ? 4 : this.inView <= 1500 ? 3 : 2.2;
       this.entityLabels = this.inView <= LABEL_BUDGET;
-      // faint discs of the communities behind their entities
-      for (const k of this.regionsIn(wide, 0)) this.addRegion(g, k, false, true);
+      this.backdrop = this.regionsIn(wide, 0); // faint discs of their communities, painted under them
       for (const i of ids) this.addEntity(g, i, px / ppu * this.sizeFactor(i));
       this.entitiesDrawn = ids.length;
       this.addRelations(g, ids);
     } else {
       const level = mode === "c1" ? 1 : 0;
+      this.backdrop = [];
       this.loaded = { rect, ppu };
       this.entityLabels = false;
       const R = M.regions;
@@ -599,6 +601,8 @@ class MapView {
       this.regionsDrawn = shown.length;
     }
     this.addLights(g, ppu);
+    const hide = g.size > MOVE_EDGES; // many relations drawn: hidden while the reader pans or zooms
+    if (this.sigma.getSetting("hideEdgesOnMove") !== hide) this.sigma.setSetting("hideEdgesOnMove", hide);
     this.sigma.setGraph(g);
     this.graph = g;
     this.pendingRev = this.rev;
@@ -610,13 +614,43 @@ class MapView {
     this.renderStatus();
   }
 
-  addRegion(g, k, labelled, faint) {
+  // The communities behind the entities, on a 2D canvas under sigma's: as WebGL discs they cost two full-screen
+  // fills a frame (drawn, then again for picking), which halved the frame rate in software WebGL.
+  paintBackdrop() {
+    if (!this.under) {
+      this.under = el("canvas", "kgm-under");
+      this.canvasBox.prepend(this.under);
+    }
+    const c = this.under, ratio = window.devicePixelRatio || 1;
+    const { width, height } = this.sigma.getDimensions();
+    if (c.width !== Math.round(width * ratio) || c.height !== Math.round(height * ratio)) {
+      c.width = Math.round(width * ratio);
+      c.height = Math.round(height * ratio);
+      c.style.width = width + "px";
+      c.style.height = height + "px";
+    }
+    const ctx = c.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    if (!this.backdrop || !this.backdrop.length) return;
+    const R = this.model.regions, ppu = this.pxPerUnit();
+    ctx.fillStyle = REGION_BACK;
+    ctx.beginPath();
+    for (const k of this.backdrop) {
+      const p = this.sigma.graphToViewport({ x: R.x[k], y: R.y[k] });
+      ctx.moveTo(p.x + R.r[k] * ppu, p.y);
+      ctx.arc(p.x, p.y, R.r[k] * ppu, 0, 2 * Math.PI);
+    }
+    ctx.fill();
+  }
+
+  addRegion(g, k, labelled) {
     const R = this.model.regions;
     const key = "r" + k;
     if (g.hasNode(key)) return;
     g.addNode(key, {
       x: R.x[k], y: R.y[k], size: R.r[k], type: "circle", kind: "region", region: k,
-      color: faint ? REGION_BACK : this.regionColor(k), faint: Boolean(faint),
+      color: this.regionColor(k),
       label: labelled ? R.title[k] : null, zIndex: 0,
     });
   }
@@ -708,7 +742,7 @@ class MapView {
   }
 
   drawHover(ctx, data) {
-    if (data.kind === "ring" || data.faint) return;
+    if (data.kind === "ring") return;
     const M = this.model;
     const lines = [short(data.label || "", 80)];
     if (data.kind === "entity") {
@@ -740,8 +774,7 @@ class MapView {
     const i = this.entityOf(key);
     if (i >= 0) { this.choose(i); return; }
     const attrs = this.graph.getNodeAttributes(key);
-    if (attrs.kind === "region" && !attrs.faint) this.zoomToRegion(attrs.region);
-    else if (this.selected >= 0) this.choose(-1); // a faint disc behind the entities is empty space
+    if (attrs.kind === "region") this.zoomToRegion(attrs.region);
   }
 
   choose(i) { // select an entity (its details come back from Python), or none
