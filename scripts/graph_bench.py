@@ -52,7 +52,10 @@ NET = {
             return {left: fb.left + b.left, top: fb.top + b.top, width: b.width, height: b.height}; };
         const b = window.__where(); return {x: b.left, y: b.top, w: b.width, h: b.height}; }""",
 }
-NODE_AT = """i => { window.__net.fit({animation: false}); // the node is on screen whatever zoom and pan did before
+NODE_AT = """async i => {
+    const drawn = new Promise(r => { window.__net.once('afterDrawing', r); setTimeout(r, 5000); });
+    window.__net.fit({animation: false}); // the node is on screen whatever zoom and pan did before
+    await drawn; // and that redraw is over before the click is timed
     const ids = window.__net.body.data.nodes.getIds(); const id = ids[Math.min(i, ids.length - 1)];
     const p = window.__net.canvasToDOM(window.__net.getPositions([id])[id]); const o = window.__where();
     return {id, x: o.left + p.x, y: o.top + p.y}; }"""

@@ -180,10 +180,15 @@ def test_rerank_link_carries_the_query_and_the_graph(app_env: Path) -> None:
 def test_the_component_script_sets_data_as_text_only_and_loads_nothing_remote() -> None:
     from components import graph_live
 
-    script = (graph_live.ASSETS / "graph.js").read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-                 "setAttribute(\"on", "srcdoc", "fetch(", "XMLHttpRequest", "import("):
-        assert sink not in script, sink
-    assert "http://" not in script and "https://" not in script  # every resource is the page's own
+    # the live view's and the Map's modules (each with the shared panel.js), and the details carrier
+    scripts = (graph_live.script(graph_live.ASSETS / "graph.js"), graph_live.script(graph_live.MAP_ASSETS / "map.js"),
+               (graph_live.ASSETS / "details.js").read_text(encoding="utf-8"))
+    for script in scripts:
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                     "setAttribute(\"on", "srcdoc", "fetch(", "XMLHttpRequest", "import("):
+            assert sink not in script, sink
+        assert "http://" not in script and "https://" not in script  # every resource is the page's own
+    bundle = (graph_live.MAP_ASSETS / "map.bundle.js").read_text(encoding="utf-8")  # the vendored sigma.js build
+    assert "sigma 3.0.3 (MIT)" in bundle[:300] and "fetch(" not in bundle and "XMLHttpRequest" not in bundle
     vis = graph_live.VIS_JS.read_text(encoding="utf-8")
     assert graph_live.VIS_JS.is_file() and "vis-network" in vis[:200]  # pyvis's own copy, no CDN
