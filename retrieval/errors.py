@@ -29,3 +29,11 @@ class StoreError(RetrievalError):
 
 class NotFoundError(RetrievalError, LookupError):
     """A graph, entity or stored item does not exist."""
+
+
+class ConflictError(RetrievalError):
+    """A change was made against a state that has changed since (another analyst's edit, a draft in use)."""
+
+
+class AccessDenied(RetrievalError):
+    """The user may not do this (curation needs an author allowed to edit)."""

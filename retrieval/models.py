@@ -133,6 +133,26 @@ class GraphData(Record):
     claims: tuple[Claim, ...] = ()
 
 
+class GraphChanges(Record):
+    """Records to put (insert, or replace by id) and ids to delete: one unit of change to a graph's stores.
+
+    A store applies it atomically where it can (one transaction), deletes first; a relation put may move to new
+    endpoints, which must be stored or among `entities`.
+    """
+
+    entities: tuple[Entity, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    chunks: tuple[Chunk, ...] = ()
+    delete_entities: tuple[str, ...] = ()
+    delete_relations: tuple[str, ...] = ()
+    delete_chunks: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.entities or self.relations or self.chunks or self.delete_entities
+                    or self.delete_relations or self.delete_chunks)
+
+
 class Subgraph(Record):
     """Nodes and edges of a retrieved or traversed region. `total_nodes` counts before any cap."""
 

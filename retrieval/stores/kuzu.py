@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from retrieval.errors import StoreError, ValidationError
-from retrieval.models import Chunk, Entity, GraphData, Relation, Subgraph
+from retrieval.models import Chunk, Entity, GraphChanges, GraphData, Relation, Subgraph
 from retrieval.stores.base import EdgeArrays, StoreLocation, fuzzy_ids, unique
 
 if TYPE_CHECKING:
@@ -175,6 +175,30 @@ _BOOKS = (
     "MATCH (c:Chunk) RETURN count(DISTINCT CASE WHEN c.original_document <> '' THEN c.original_document END), "
     "count(DISTINCT CASE WHEN c.chapter <> '' THEN [c.original_document, c.chapter] END)"
 )
+# In-place updates (`write`): one statement per id below WRITE_BY_KEY ids, each a primary-key lookup (`{id: $id}`
+# with a scalar is the only pattern Kuzu answers from its index); the UNWIND forms above beyond it.
+WRITE_BY_KEY = 256
+_DELETE_RELATION_NODE = "MATCH (r:Relation {id: $id}) DELETE r"
+_DELETE_EDGE = "MATCH (a:Entity {id: $s})-[e:RELATES]->(b:Entity {id: $t}) WHERE e.id = $id DELETE e"
+_DELETE_ENTITY = "MATCH (e:Entity {id: $id}) DETACH DELETE e"
+_DELETE_CHUNK = "MATCH (c:Chunk {id: $id}) DELETE c"
+_DELETE_ENTITIES = "UNWIND $ids AS key MATCH (e:Entity {id: key}) DETACH DELETE e"
+_DELETE_CHUNKS = "UNWIND $ids AS key MATCH (c:Chunk {id: key}) DELETE c"
+_DELETE_RELATION_NODES = "UNWIND $ids AS key MATCH (r:Relation {id: key}) DELETE r"
+_CREATE_EDGE = (
+    "MATCH (a:Entity {id: $source_id}), (b:Entity {id: $target_id}) "
+    "CREATE (a)-[:RELATES {id: $id, relation_type: $relation_type, weight: $weight}]->(b)"
+)
+
+
+def _merge_one(label: str, cols: Sequence[str]) -> str:
+    """`MERGE ... SET` of one row by its primary key, every value a parameter (column names from the constants)."""
+    sets = ", ".join(f"n.{col} = ${col}" for col in cols[1:])
+    return f"MERGE (n:{label} {{id: $id}}) SET {sets}"
+
+
+_MERGE_ONE = {"Chunk": _merge_one("Chunk", _CHUNK_COLS), "Entity": _merge_one("Entity", _ENTITY_COLS),
+              "Relation": _merge_one("Relation", _RELATION_COLS)}
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
 
 
@@ -364,6 +388,55 @@ class KuzuGraphStore:
                         self._bulk_copy(copies)
             finally:
                 self._sizes_cache = None
+
+    def write(self, changes: GraphChanges) -> None:
+        """Apply `changes` in one Kuzu transaction: relations, entities (with their edges) and chunks deleted,
+        then chunks, entities and relations put (a relation whose endpoints changed moves). A read-only store
+        reopens writable for it and read-only after, so other processes can read the version again."""
+        if changes.empty:
+            return
+        with self._lock:
+            was_writable = self._writable
+            self._writer()
+            self._names = None
+            try:
+                self._check_endpoints(changes.entities, changes.relations)
+                edge_cols = ("id", "source_id", "target_id", "relation_type", "weight")
+                moved = [*changes.delete_relations, *(r.id for r in changes.relations)]
+                old = {row[0]: row for row in self._lookup("relations", _EDGE_BY_ID, _EDGES_BY_IDS, unique(moved))}
+                statements: list[tuple[str, dict[str, Any]]] = []
+                edges = [dict(zip(edge_cols, old[i], strict=True)) for i in unique(moved) if i in old]
+                statements += self._each(_DELETE_EDGE, _DELETE_EDGES, [
+                    {"id": e["id"], "s": e["source_id"], "t": e["target_id"]} for e in edges], edges)
+                statements += self._each(_DELETE_RELATION_NODE, _DELETE_RELATION_NODES,
+                                         [{"id": i} for i in changes.delete_relations], list(changes.delete_relations))
+                statements += self._each(_DELETE_ENTITY, _DELETE_ENTITIES,
+                                         [{"id": i} for i in changes.delete_entities], list(changes.delete_entities))
+                statements += self._each(_DELETE_CHUNK, _DELETE_CHUNKS,
+                                         [{"id": i} for i in changes.delete_chunks], list(changes.delete_chunks))
+                for label, columns, cols in (
+                    ("Chunk", _chunk_columns(changes.chunks), _CHUNK_COLS),
+                    ("Entity", _entity_columns(changes.entities), _ENTITY_COLS),
+                    ("Relation", _relation_columns(changes.relations), _RELATION_COLS),
+                ):
+                    rows = _row_dicts(columns, cols) if columns["id"] else []
+                    merge = {"Chunk": _MERGE_CHUNKS, "Entity": _MERGE_ENTITIES, "Relation": _MERGE_RELATIONS}[label]
+                    statements += self._each(_MERGE_ONE[label], merge, rows, rows)
+                new_edges = _row_dicts(_relation_columns(changes.relations), edge_cols) if changes.relations else []
+                statements += self._each(_CREATE_EDGE, _CREATE_EDGES, new_edges, new_edges)
+                self._transaction(statements)
+            finally:
+                self._sizes_cache = None
+                if not was_writable:
+                    self._connect(writable=False)  # closing the writer checkpoints: the change is in the files
+
+    @staticmethod
+    def _each(one: str, many: str, params: list[dict[str, Any]], rows: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+        """One indexed statement per row for a few rows; batched UNWINDs (a hash join over the table) for many."""
+        if len(params) <= WRITE_BY_KEY:
+            return [(one, p) for p in params]
+        key = "ids" if "$ids" in many else "rows"
+        return [(many, {key: list(batch)}) for batch in _batches(rows)]
 
     def _sizes(self) -> dict[str, int]:
         return {key: int(self._rows(query)[0][0]) for key, query in _COUNTS.items()}
