@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "retrieval.cli.search",  # search, eval, bench
     "retrieval.cli.answer",  # answer, cypher, calibrate-nomatch
     "retrieval.cli.communities",  # communities [--level N] [--entity ID]
+    "retrieval.cli.curation",  # edit ..., duplicates, not-duplicates, history, changes ..., add/remove documents
 )
 
 

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from retrieval.config import Settings
+from retrieval.curation.log import ReplayLine
+from retrieval.curation.replay import Replayed
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import IngestError, RetrievalError, StoreError
 from retrieval.graph import catalog
@@ -18,8 +20,9 @@ from retrieval.graph.communities import Extras, chapter_names, compute_communiti
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
-from retrieval.ingest.write import entity_text, fill_version
+from retrieval.ingest.write import ReusingEmbedder, entity_text, fill_version, reusing_embedder
 from retrieval.models import Chunk, Entity, GraphData, Relation
 from retrieval.stores.base import (
     StoreLocation,
@@ -38,6 +41,9 @@ class IngestReport:
     counts: dict[str, int]
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    replay: tuple[ReplayLine, ...] = ()  # what became of each curation of this graph name (re-import)
+    reused: int = 0  # texts whose vector came from the previous version
+    embedded: int = 0  # texts embedded
 
     @property
     def name(self) -> str:
@@ -50,11 +56,17 @@ class IngestReport:
     def summary(self) -> str:
         c = self.counts
         what = "unchanged" if self.unchanged else "built"
-        return (
+        text = (
             f"{what} graph {self.name!r} version {self.version}: {c.get('books', 0)} books, "
             f"{c.get('chapters', 0)} chapters, {c.get('chunks', 0)} chunks, {c.get('entities', 0)} entities, "
             f"{c.get('relations', 0)} relations in {sum(self.seconds.values()):.1f} s"
         )
+        if self.reused:
+            text += f"; {self.reused} texts kept their vectors, {self.embedded} embedded"
+        for ln in self.replay:
+            text += f"\ncuration #{ln.changeset} {ln.status}" + (f" ({ln.reason})" if ln.reason else "") + \
+                f": {ln.summary}"
+        return text
 
 
 # --- validation and identity --------------------------------------------------------------------
@@ -163,13 +175,13 @@ def build_graph(
     data_dir = Path(settings.data_dir)
     warnings = tuple(data.warnings)
     with writer_lock(data_dir):
-        if name in catalog.list_graphs(data_dir):
-            live = catalog.resolve(data_dir, name)
-            if live.manifest.get("content_hash") == digest:
-                lost = lost_data(settings, live)
-                if not lost:
-                    return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings)
-                warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
+        live = catalog.resolve(data_dir, name) if name in catalog.list_graphs(data_dir) else None
+        if live is not None and live.manifest.get("content_hash") == digest:
+            lost = lost_data(settings, live)
+            if not lost:
+                return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings,
+                                    replay=in_force(data_dir, name, live.version))
+            warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
         clean_abandoned(settings)
         version = f"{digest[:12]}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
         key = f"{name.replace('-', '_')}_{version.replace('-', '')}"
@@ -178,6 +190,10 @@ def build_graph(
         except OSError as exc:
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
+        reusing, why = reusing_embedder(settings, live, embedder)
+        if why:
+            warnings += (why,)
+        replayed: list[Replayed] = []
         try:
             catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
             t = time.perf_counter()
@@ -187,7 +203,10 @@ def build_graph(
             save_extras(build_dir, Extras(communities, data.claims, chapter_names(data.chunks)))
             say("communities", 1, 1)
             seconds["communities"] = time.perf_counter() - t
-            dim = fill_version(settings, data, location, embedder, progress, seconds, say)
+            dim = fill_version(settings, data, location, reusing, progress, seconds, say)
+            replayed = replay_log(settings, name, location, data, reusing, say, seconds)
+            if replayed:
+                counts.update(stored_counts(settings, location))
             manifest = {
                 "name": name,
                 "version": version,
@@ -213,10 +232,16 @@ def build_graph(
             if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
                 raise
             raise StoreError(f"ingest of graph {name!r} failed, previous version kept: {exc}") from exc
+        finally:
+            if isinstance(reusing, ReusingEmbedder):
+                reusing.close()
+        lines = record_replay(data_dir, name, handle.version, replayed)
         t = time.perf_counter()
         retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
-    return IngestReport(handle, False, counts, seconds, warnings)
+    reused = reusing.reused if isinstance(reusing, ReusingEmbedder) else 0
+    embedded = reusing.embedded if isinstance(reusing, ReusingEmbedder) else 0
+    return IngestReport(handle, False, counts, seconds, warnings, replay=lines, reused=reused, embedded=embedded)
 
 
 # --- entry points -------------------------------------------------------------------------------
