@@ -29,6 +29,9 @@ nav = st.navigation(
             st.Page("pages/query.py", title="Query", icon=":material/terminal:", url_path="query"),
             st.Page("pages/communities.py", title="Communities", icon=":material/groups:", url_path="communities"),
         ],
+        "Curate": [
+            st.Page("pages/curation.py", title="Curation", icon=":material/edit_note:", url_path="curation"),
+        ],
         "Evaluate": [
             st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
             st.Page("pages/labels.py", title="Labeling", icon=":material/checklist:", url_path="labels"),

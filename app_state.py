@@ -16,9 +16,16 @@ import numpy as np
 import streamlit as st
 
 from retrieval.config import DEMO_DIR, Settings
+from retrieval.curation.access import authorise
+from retrieval.curation.apply import Curator
+from retrieval.curation.duplicates import Candidate, find_duplicates
+from retrieval.curation.items import ItemMap, graph_item_map
+from retrieval.curation.log import ReplayLine, has_log
+from retrieval.curation.ops import Changeset, Op
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.evaluate import EvalReport, evaluate, rerank_runs
+from retrieval.evaluation.follow import follow_labels, gone_note
 from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
 from retrieval.evaluation.labels import Label, LabelStore
 from retrieval.explore.export import induced_edges
@@ -33,7 +40,7 @@ from retrieval.search import modes
 from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
-from ui_records import Capability, EntityCatalog, LiveGraph
+from ui_records import ANNOTATOR_FIELD, Capability, Curation, EntityCatalog, LiveGraph
 from ui_text import entity_label, md_code, md_literal
 
 
@@ -99,6 +106,7 @@ def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: t
     if handle.version != version:  # re-ingested between resolve and open: open exactly what was asked
         raise NotFoundError(f"graph {name!r} moved from version {version} to {handle.version}; reload the page")
     kg = KG(_cfg, handle, embedder(_cfg.embed_model))
+    _curator(kg, name, version)  # a changeset a crash left half-written is rolled back before anything reads
     warm_up(kg, _draw)
     return kg
 
@@ -125,9 +133,12 @@ def warm_up(kg: KG, draw: Callable[[Subgraph], object] | None = None) -> None:
 
 def open_kg(cfg: Settings, handle: catalog.GraphHandle, *, warm: Callable[[Subgraph], object] | None = None) -> KG:
     """The opened KG for this graph version; a re-ingest changes the version, hence a fresh open. `warm`: how the
-    app shell's graph view lays out a subgraph, run once on the warm-up search (the first opener's is used)."""
-    return _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend),
-                    warm)
+    app shell's graph view lays out a subgraph, run once on the warm-up search (the first opener's is used).
+    Every open first catches up with curation changes made elsewhere (`curator`)."""
+    kg = _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend),
+                  warm)
+    curator(kg)
+    return kg
 
 
 def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
@@ -251,8 +262,8 @@ def _graph_stats(_kg: KG, name: str, version: str) -> GraphStats:
 
 
 def graph_stats(kg: KG) -> GraphStats:
-    """Counts read from the open stores, once per graph version."""
-    return _graph_stats(kg, kg.name, kg.version)
+    """Counts read from the open stores, once per graph revision (a curation changes them)."""
+    return _graph_stats(kg, kg.name, kg.revision)
 
 
 @st.cache_data(show_spinner=False)
@@ -273,7 +284,7 @@ def _type_counts(_kg: KG, name: str, version: str) -> tuple[list[tuple[str, int]
 
 def type_counts(kg: KG) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(entity type, count) and (relation type, count), most frequent first, from the in-memory index."""
-    return _type_counts(kg, kg.name, kg.version)
+    return _type_counts(kg, kg.name, kg.revision)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -285,7 +296,7 @@ def _schema(_kg: KG, name: str, version: str) -> Subgraph:
 
 def schema(kg: KG) -> Subgraph:
     """The graph's schema (entity types joined by their relation types), from the in-memory index."""
-    return _schema(kg, kg.name, kg.version)
+    return _schema(kg, kg.name, kg.revision)
 
 
 # --- traversals: the Paths page and every live graph view ---------------------------------------
@@ -312,14 +323,108 @@ def _view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ..
     return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
 
 
-def live_graph(kg: KG) -> LiveGraph:
-    """The opened graph with its traversals cached per graph version, for the components that draw or grow a view."""
+def live_graph(kg: KG, *, editable: bool = True) -> LiveGraph:
+    """The opened graph with its traversals cached per graph revision, for the components that draw or grow a
+    view; `editable`: with the curation calls (the details panel and the context menu edit the graph)."""
     return LiveGraph(
         kg,
-        bfs=lambda start, depth, direction, rels, budget: _bfs(kg, kg.version, start, depth, direction, rels, budget),
-        expand=lambda node, budget, direction, rels: _expansion(kg, kg.version, node, budget, direction, rels),
-        edges=lambda ids, rels: _view_edges(kg, kg.version, ids, rels),
+        bfs=lambda start, depth, direction, rels, budget: _bfs(kg, kg.revision, start, depth, direction, rels, budget),
+        expand=lambda node, budget, direction, rels: _expansion(kg, kg.revision, node, budget, direction, rels),
+        edges=lambda ids, rels: _view_edges(kg, kg.revision, ids, rels),
+        curation=curation(kg) if editable else None,
     )
+
+
+# --- curation: one Curator per opened graph version; every edit authorised on the server ----------------
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _curator(_kg: KG, name: str, version: str) -> Curator:
+    return Curator(_kg)
+
+
+def curator(kg: KG) -> Curator:
+    """The curator of the opened graph; it first catches up with changes another process made (server back
+    ends shared with the CLI): one small read when there are none, so every session sees every change."""
+    found = _curator(kg, kg.name, kg.version)
+    found.refresh()
+    return found
+
+
+def author() -> str:
+    """Who this session's edits are recorded under: the sidebar's name, else the local user (one check:
+    `retrieval.curation.access.authorise`, where roles will plug in)."""
+    return authorise(str(st.session_state.get(ANNOTATOR_FIELD, "") or "") or None)
+
+
+def curation(kg: KG) -> Curation:
+    """The curation calls of the opened graph, as this session's author (authorised again on every call)."""
+    cur = curator(kg)
+
+    def apply(ops: Sequence[Op], seen: Mapping[tuple[str, str], int], reason: str) -> Changeset:
+        return cur.apply(ops, author=author(), reason=reason, seen=dict(seen))
+
+    def changesets(limit: int) -> list[Changeset]:
+        return cur.log.changesets(limit=limit) if has_log(kg.settings.data_dir, kg.name) else []
+
+    def replay() -> tuple[str, list[ReplayLine]]:
+        return cur.log.last_replay() if has_log(kg.settings.data_dir, kg.name) else ("", [])
+
+    def apply_batch() -> Changeset:
+        return cur.apply_draft(author=author())
+
+    return Curation(
+        apply=apply,
+        revision=cur.revision,
+        history=cur.history,
+        preview=cur.merge_preview,
+        undo=lambda cid: cur.undo(author=author(), changeset=cid),
+        redo=lambda cid: cur.redo(author=author(), changeset=cid),
+        author=author(),
+        duplicates=lambda limit: duplicates(kg, limit),
+        not_duplicates=lambda a, b: cur.mark_not_duplicates(a, b, author=author()),
+        batch=lambda: cur.draft(author()),
+        add_to_batch=lambda op: cur.add_to_draft(op, author=author(), reason="a reviewed batch of merges"),
+        remove_from_batch=lambda op: cur.remove_from_draft(op, author=author()),
+        apply_batch=apply_batch,
+        discard_batch=lambda: cur.discard_draft(author=author()),
+        changesets=changesets,
+        replay=replay,
+        recovered=lambda: list(cur.recovered),
+    )
+
+
+def documents(kg: KG) -> tuple[Callable[[Path, Callable[[str, int, int], None]], tuple[Changeset, tuple[str, ...]]],
+                               Callable[[str, Callable[[str, int, int], None]], Changeset]]:
+    """Add documents to the opened graph / remove one, as this session's author (curation changesets)."""
+    from retrieval.ingest.update import add_documents, remove_document
+
+    cur = curator(kg)
+    return (lambda folder, progress: add_documents(cur, folder, author=author(), progress=progress),
+            lambda document, progress: remove_document(cur, document, author=author(), progress=progress))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _item_map(data_dir: str, name: str, revision: str) -> ItemMap:
+    return graph_item_map(Path(data_dir), name)
+
+
+def follow(kg: KG, labels: Sequence[Label]) -> tuple[list[Label], str]:
+    """Labels with their items mapped through the graph's curation (a grade on a merged entity counts for the
+    entity kept), and a sentence on those whose evidence was deleted ('' if none)."""
+    kept, gone = follow_labels(labels, _item_map(str(kg.settings.data_dir), kg.name, kg.revision))
+    return kept, gone_note(gone)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _duplicates(_kg: KG, name: str, revision: str, refused: frozenset[tuple[str, str]], limit: int
+                ) -> list[Candidate]:
+    return find_duplicates(_kg, limit=limit, not_duplicates=set(refused))
+
+
+def duplicates(kg: KG, limit: int = 50) -> list[Candidate]:
+    """Likely duplicate entities with their evidence, once per graph revision and set of "not duplicates"."""
+    return _duplicates(kg, kg.name, kg.revision, frozenset(curator(kg).not_duplicates()), limit)
 
 
 PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
@@ -341,7 +446,7 @@ def _entity_catalog(_kg: KG, version: str) -> EntityCatalog:
 
 def entity_catalog(kg: KG) -> EntityCatalog:
     """The Paths pickers' options and filter vocabularies, once per graph version."""
-    return _entity_catalog(kg, kg.version)
+    return _entity_catalog(kg, kg.revision)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -354,7 +459,7 @@ def _ranked_paths(_kg: KG, version: str, a: str, b: str, k: int, hops: int, quer
 
 def ranked_paths(kg: KG, a: str, b: str, k: int, hops: int, query: str, rels: tuple[str, ...]) -> PathResult:
     """The k shortest simple paths between two entities, ranked (traverse.k_shortest_paths), per graph version."""
-    return _ranked_paths(kg, kg.version, a, b, k, hops, query, rels)
+    return _ranked_paths(kg, kg.revision, a, b, k, hops, query, rels)
 
 
 # --- the stores every page shares: labels and Graph Memory ----------------------------------------
@@ -408,7 +513,7 @@ def retrieval_counter() -> RetrievalCounter:
 
 def retrievals(kg: KG, query: str, kind: str, size: int) -> int:
     """How many times the pool of this (graph version, query, kind, size) was actually retrieved."""
-    return retrieval_counter().get((kg.name, kg.version, query, kind, str(size)))
+    return retrieval_counter().get((kg.name, kg.revision, query, kind, str(size)))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -419,7 +524,7 @@ def _pool(_kg: KG, graph: str, version: str, query: str, kind: PoolKind, size: i
 
 def pool(kg: KG, query: str, kind: PoolKind, size: int) -> Pool:
     """The candidate pool, retrieved once per (graph version, query, kind, size) and then cached."""
-    return _pool(kg, kg.name, kg.version, query, kind, size)
+    return _pool(kg, kg.name, kg.revision, query, kind, size)
 
 
 def evaluate_labelled(
@@ -459,7 +564,7 @@ class RerankerSet:
 
 def rerankers(cfg: Settings, kg: KG, alpha: float, lambda_: float) -> RerankerSet:
     """none, graph(α, 1−α), mmr(λ), the cross-encoder when loaded and the LLM with a Gemini key."""
-    base = _base_rerankers(cfg, kg, kg.name, kg.version)
+    base = _base_rerankers(cfg, kg, kg.name, kg.revision)
     graph = base["graph"]
     mmr = base["mmr"]
     assert isinstance(graph, GraphReranker) and isinstance(mmr, MMRReranker)

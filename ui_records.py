@@ -3,13 +3,20 @@ graph with its cached traversals. Plain data and callables, so that no component
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from retrieval.curation.apply import HistoryEntry
+from retrieval.curation.compile import MergePreview
+from retrieval.curation.duplicates import Candidate
+from retrieval.curation.log import ReplayLine
+from retrieval.curation.ops import Changeset, MergeEntities, Op
 from retrieval.graph.runtime import KG
 from retrieval.models import Subgraph, TraversalResult
 from ui_text import clean
+
+ANNOTATOR_FIELD = "annotator-input"  # the sidebar's name field: who grades, and who edits the graph
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,32 @@ class EntityCatalog:
 
 
 @dataclass(frozen=True)
+class Curation:
+    """Changing the opened graph, for the components (`retrieval.curation`): every call is authorised on the
+    server as this session's author. `apply(ops, seen, reason)`: `seen` maps (kind, id) to the revision the
+    editor saw, so a change made meanwhile by someone else is refused and shown instead of overwritten."""
+
+    apply: Callable[[Sequence[Op], Mapping[tuple[str, str], int], str], Changeset]
+    revision: Callable[[str, str], int]
+    history: Callable[[str, str], list[HistoryEntry]]
+    preview: Callable[[MergeEntities], MergePreview]
+    undo: Callable[[int | None], Changeset]
+    redo: Callable[[int | None], Changeset]
+    author: str
+    # the Curation page: duplicate candidates, the reviewed batch (a draft), the log
+    duplicates: Callable[[int], list[Candidate]] = lambda limit: []
+    not_duplicates: Callable[[str, str], None] = lambda a, b: None
+    batch: Callable[[], Changeset | None] = lambda: None
+    add_to_batch: Callable[[Op], Changeset] | None = None
+    remove_from_batch: Callable[[Op], Changeset | None] | None = None
+    apply_batch: Callable[[], Changeset] | None = None
+    discard_batch: Callable[[], None] = lambda: None
+    changesets: Callable[[int], list[Changeset]] = lambda limit: []
+    replay: Callable[[], tuple[str, list[ReplayLine]]] = lambda: ("", [])
+    recovered: Callable[[], list[str]] = lambda: []
+
+
+@dataclass(frozen=True)
 class LiveGraph:
     """The opened graph behind a live graph view, with its traversals cached per graph version:
     `bfs(start, depth, direction, relation types, node budget)`, `expand(node, budget, direction, relation types)`
@@ -48,3 +81,4 @@ class LiveGraph:
     bfs: Callable[[str, int, str, tuple[str, ...], int], TraversalResult]
     expand: Callable[[str, int, str, tuple[str, ...]], TraversalResult]
     edges: Callable[[tuple[str, ...], tuple[str, ...]], Subgraph]
+    curation: Curation | None = None  # None: a read-only view

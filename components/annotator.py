@@ -15,9 +15,10 @@ import streamlit as st
 from components.grader import GradeTarget
 from retrieval.errors import RetrievalError, ValidationError
 from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, LabelStore, normalize_annotator
+from ui_records import ANNOTATOR_FIELD
 from ui_text import md_literal
 
-FIELD = "annotator-input"
+FIELD = ANNOTATOR_FIELD
 MEMORY = "annotator-memory"
 KNOWN = "annotator-known"  # the browser has reported what it remembered (once per session)
 

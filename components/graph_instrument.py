@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import graph_live
+from components import graph_edit, graph_live
 from components.graph_data import EMPTY, GraphMarks, GraphView, Legend, digest, drawing, ids_of, pick_nodes, status_line
 from components.links import paths_params, search_params
 from retrieval.errors import NotFoundError, RetrievalError
@@ -51,6 +51,7 @@ class ViewState:
     path_start: str | None = None
     nav: tuple[str, str, str] | None = None  # ("paths", a, b) | ("search" | "communities", id, "") for the next run
     last_seq: float = 0.0  # the browser numbers its events increasingly: one already applied is not applied again
+    edit: graph_edit.EditState = field(default_factory=graph_edit.EditState)
 
     @property
     def active(self) -> list[Step]:
@@ -126,11 +127,27 @@ def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks |
         state.nav = (kind, node, "")
 
 
-def _on_event(key: str, scene: str, hooks: ExpandHooks | None) -> None:
+EDIT_EVENTS = frozenset({"edit_node", "edit_edge", "mark", "merge_preview", "merge", "relate_start", "relate",
+                         "cancel", "offer_merge"})
+
+
+def _on_event(key: str, scene: str, hooks: ExpandHooks | None, live: LiveGraph | None = None) -> None:
     value = st.session_state.get(key)
     event = value.get("event") if isinstance(value, Mapping) else None
-    if isinstance(event, Mapping):
-        apply_event(state_for(key, scene), event, hooks)
+    if not isinstance(event, Mapping):
+        return
+    state = state_for(key, scene)
+    if event.get("type") in EDIT_EVENTS:
+        seq = event.get("seq")
+        if not isinstance(seq, int | float) or seq <= state.last_seq:
+            return  # an edit is applied once, never replayed by a rerun
+        state.last_seq = float(seq)
+        if live is not None and live.curation is not None:
+            select = graph_edit.handle(live.kg, live.curation, state.edit, event)
+            if select is not None:
+                state.selected = ("node", select)
+        return
+    apply_event(state, event, hooks)
 
 
 # --- expansion ----------------------------------------------------------------------------------
@@ -203,9 +220,24 @@ def edge_panel(d: RelationDetails, graph: str) -> dict[str, Any]:
 
 
 def details(kg: KG | None, view: Subgraph, selected: tuple[str, str], scores: Mapping[str, Mapping[str, float]],
-            ) -> dict[str, Any]:
+            live: LiveGraph | None = None, edit: graph_edit.EditState | None = None) -> dict[str, Any]:
     """The panel's data for the selected node or edge: from the engine when the opened graph holds it, else from
-    the view's own records; an error line when neither does (a stale selection)."""
+    the view's own records; an error line when neither does (a stale selection). With curation (`live`), the
+    record's edit block too (revision, history, merge marks and preview, the last edit's outcome)."""
+    panel = _details(kg, view, selected, scores)
+    if live is not None and live.curation is not None and edit is not None and "error" not in panel and \
+            kg is not None and (selected[1] in kg.index.id_to_idx or selected[0] == "edge"):
+        a = kg.index.arrays
+        names = {i: a.node_names[kg.index.id_to_idx[i]] for i in [*edit.marks, edit.relate_from or ""]
+                 if i in kg.index.id_to_idx}
+        panel["edit"] = graph_edit.panel(kg, live.curation, edit, selected[0], selected[1], names)
+    elif live is not None and live.curation is not None and edit is not None and edit.notice:
+        panel["edit_notice"] = [edit.notice, edit.error]
+    return panel
+
+
+def _details(kg: KG | None, view: Subgraph, selected: tuple[str, str], scores: Mapping[str, Mapping[str, float]],
+             ) -> dict[str, Any]:
     kind, item = selected
     graph = kg.name if kg is not None else ""
     vectors = kg.vectors if kg is not None else None
@@ -330,7 +362,7 @@ def render(
     legend = legend or Legend()
     sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
                  [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, sorted(state.pinned),
-                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.version if kg else "")
+                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.revision if kg else "")
     memo = st.session_state.get(f"{key}::built")
     if not (isinstance(memo, tuple) and memo[0] == sig):
         memo = (sig, build(subgraph, marks, state, live=live, max_nodes=max_nodes, legend=legend, hooks=hooks,
@@ -342,17 +374,19 @@ def render(
         start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
     head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"),
             "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None,
-                         "communities": kg is not None}}
+                         "communities": kg is not None,
+                         "edit": live is not None and live.curation is not None}}
     graph = json.dumps(head, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
     extra = {
-        "details": _details_once(key, sig, kg, built.view, state.selected, scores or {}) if state.selected else None,
+        "details": _details_once(key, sig, kg, built.view, state.selected, scores or {}, live, state.edit)
+        if state.selected else None,
         "notice": f"Path start: {short(start_name, 60)} — right-click another node: Use as path end"
         if start_name else "; ".join(built.warnings),
         "can_undo": hooks.can_back if hooks else state.pos > 0,
         "can_redo": hooks.can_forward if hooks else state.pos < len(state.steps),
         "seq": state.last_seq,
     }
-    graph_live.mount(key, graph.encode("ascii"), extra, partial(_on_event, key, scene, hooks))
+    graph_live.mount(key, graph.encode("ascii"), extra, partial(_on_event, key, scene, hooks, live))
     st.caption(built.status + " · click a node for details, double-click to expand, right-click for more")
     hidden = set(state.hidden)
     view = built.view
@@ -362,15 +396,18 @@ def render(
 
 
 def _details_once(key: str, sig: str, kg: KG | None, view: Subgraph, selected: tuple[str, str],
-                  scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    """`details`, kept while the view and the selection stay the same: a rerun for anything else (a grade, a
-    widget) does not query the stores again. A stale-selection error is not kept, so the next run retries."""
+                  scores: Mapping[str, Mapping[str, float]], live: LiveGraph | None = None,
+                  edit: graph_edit.EditState | None = None) -> dict[str, Any]:
+    """`details`, kept while the view, the selection and the edit state stay the same: a rerun for anything else
+    (a grade, a widget) does not query the stores again. A stale-selection error is not kept, so the next run
+    retries."""
     item = selected[1]
-    memo_key = (sig, selected, tuple((name, vals.get(item)) for name, vals in sorted(scores.items())))
+    memo_key = (sig, selected, tuple((name, vals.get(item)) for name, vals in sorted(scores.items())),
+                repr(edit), kg.revision if kg is not None else "")
     memo = st.session_state.get(f"{key}::details")
     if isinstance(memo, tuple) and memo[0] == memo_key:
         return memo[1]  # type: ignore[no-any-return]
-    panel = details(kg, view, selected, scores)
+    panel = details(kg, view, selected, scores, live, edit)
     if "error" not in panel:
         st.session_state[f"{key}::details"] = (memo_key, panel)
     return panel

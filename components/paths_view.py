@@ -504,7 +504,7 @@ def render_why(memory: Callable[[], GraphMemory], labels: Callable[[], LabelStor
     with right:
         paths_tab, sources_tab = st.tabs(["Ranked paths", "Sources"])
         with paths_tab:
-            picked = render_paths_table(result, key="why-" + result_key(kg.version, result.source.id,
+            picked = render_paths_table(result, key="why-" + result_key(kg.revision, result.source.id,
                                                                       result.target.id, result.query,
                                                                       str(result.k), str(result.max_hops)),
                                         target=grading_target(labels, kg.version))

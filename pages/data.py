@@ -8,6 +8,7 @@ import streamlit as st
 
 import app_state
 from components import ingest_panel as ip
+from components.documents_panel import render_documents
 from components.fewshot_editor import render_fewshot_editor
 from components.labeling import render_query_set_import
 from retrieval.config import DEMO_DIR
@@ -62,5 +63,8 @@ with right:
     render_query_set_import(partial(app_state.label_store, cfg), "data-qs")
 
 if handle is not None:
+    with st.expander(f"Add or remove documents of {md_literal(handle.name)}", icon=":material/note_add:"):
+        kg = app_state.open_kg(cfg, handle)
+        render_documents(*app_state.documents(kg), sorted(app_state.graph_stats(kg).chapter_names))
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):
         render_fewshot_editor(cfg, handle.name)

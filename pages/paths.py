@@ -39,7 +39,7 @@ try:
             st.stop()
         with st.spinner("Finding paths…"):
             result = app_state.ranked_paths(kg, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
-            chunks = app_state.chunks(kg, kg.version, pv.path_chunk_ids(result))
+            chunks = app_state.chunks(kg, kg.revision, pv.path_chunk_ids(result))
         pv.render_why(memory, partial(app_state.label_store, cfg), live, result, chunks)
     else:
         params = pv.explore_controls(kg, cat)

@@ -42,7 +42,7 @@ if not request.query:
     st.stop()
 
 st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on
-version = handle.version
+version = kg.revision  # results are cached per revision: a curation edit shows at once
 
 
 def run(mode: str) -> SearchResult:
@@ -63,8 +63,8 @@ if len(results) == 2:
 else:
     result = results[0]
     text = to_text(result) if result.mode != "kg" else app_state.agent_markdown(
-        result, handle.name, handle.version, request.query, request.params_json)
-    key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
+        result, handle.name, version, request.query, request.params_json)
+    key = result_key(version, request.mode, request.query, request.params_json, str(request.limit),
                      str(request.text_weight))
     if result.no_match:
         render_no_match(result, key=key, labels=labels)

@@ -114,6 +114,57 @@ class Curator:
                 raise NotFoundError(f"no entity with id {eid!r} in this graph")
         self.log.add_not_duplicates(a, b, authorise(author, "review"))
 
+    # --- drafts: a reviewed batch, pending until applied ------------------------------------------
+
+    def draft(self, author: str | None = None) -> Changeset | None:
+        """The author's pending draft (operations collected for one changeset), if any."""
+        who = authorise(author, "edit")
+        if not has_log(self.kg.settings.data_dir, self.kg.name):
+            return None
+        return next((d for d in self.log.drafts() if d.author == who), None)
+
+    def add_to_draft(self, op: Op, *, author: str | None = None, reason: str = "") -> Changeset:
+        """Add an operation to the author's draft (checked against the graph now, applied later)."""
+        who = authorise(author, "edit")
+        with self.kg.reading():
+            compile_ops(self.view(), [op])
+        current = self.draft(who)
+        if current is None:
+            return self.log.begin(Changeset(graph=self.kg.name, author=who, reason=reason, ops=(op,), state="draft",
+                                            version=self.kg.version))
+        if op in current.ops:
+            return current
+        self.log.update_draft(current.id, [*current.ops, op], reason or current.reason)
+        return self.log.get(current.id)
+
+    def remove_from_draft(self, op: Op, *, author: str | None = None) -> Changeset | None:
+        current = self.draft(author)
+        if current is None:
+            return None
+        ops = [o for o in current.ops if o != op]
+        if not ops:
+            self.log.discard_draft(current.id)
+            return None
+        self.log.update_draft(current.id, ops, current.reason)
+        return self.log.get(current.id)
+
+    def apply_draft(self, *, author: str | None = None, seen: Seen | None = None) -> Changeset:
+        """Apply the author's draft as one changeset (all its operations, or none), then drop the draft."""
+        current = self.draft(author)
+        if current is None:
+            raise NotFoundError("no draft to apply")
+        self.log.discard_draft(current.id)  # applied now, so it no longer holds what it names
+        try:
+            return self.apply(current.ops, author=author, reason=current.reason, seen=seen)
+        except RetrievalError:
+            self.log.begin(current)  # kept: nothing was written, the analyst can fix the batch
+            raise
+
+    def discard_draft(self, *, author: str | None = None) -> None:
+        current = self.draft(author)
+        if current is not None:
+            self.log.discard_draft(current.id)
+
     # --- writing ------------------------------------------------------------------------------
 
     def apply(self, ops: Sequence[Op], *, author: str | None = None, reason: str = "",

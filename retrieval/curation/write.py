@@ -169,10 +169,29 @@ def rebuild_bm25(vectors: VectorStore, directory: Path, chunk_ids: Sequence[str]
     return index
 
 
+def _chapters(extras: Extras, changes: Sequence[Change]) -> dict[str, tuple[str, ...]]:
+    """Each book's chapter names after chunks were added (their chapters appended) or a whole book removed."""
+    out = dict(extras.chapter_names)
+    added: dict[str, list[tuple[int, str]]] = {}
+    removed: set[str] = set()
+    for c in changes:
+        if c.kind != "chunk":
+            continue
+        if c.after is not None and c.after.get("chapter"):
+            added.setdefault(c.after["original_document"], []).append((c.after["position"], c.after["chapter"]))
+        elif c.after is None and c.before is not None:
+            removed.add(c.before.get("original_document", ""))
+    for book in removed - added.keys():
+        out.pop(book, None)
+    for book, rows in added.items():
+        out[book] = tuple(dict.fromkeys([*out.get(book, ()), *(ch for _, ch in sorted(rows))]))
+    return out
+
+
 def apply_extras(extras: Extras, changes: Sequence[Change]) -> Extras | None:
-    """The sidecar after the changeset's community and claim changes (None: it has none)."""
+    """The sidecar after the changeset's community, claim and chunk changes (None: it has none)."""
     touched = [c for c in changes if c.kind in ("community", "claim")]
-    if not touched:
+    if not touched and not any(c.kind == "chunk" for c in changes):
         return None
     communities: dict[str, Community] = {c.id: c for c in extras.communities}
     claims: dict[str, Claim] = {c.id: c for c in extras.claims}
@@ -182,7 +201,7 @@ def apply_extras(extras: Extras, changes: Sequence[Change]) -> Extras | None:
             table.pop(c.id, None)
         else:
             table[c.id] = c.record("after")
-    return Extras(tuple(communities.values()), tuple(claims.values()), extras.chapter_names)
+    return Extras(tuple(communities.values()), tuple(claims.values()), _chapters(extras, changes))
 
 
 def write_changes(target: Version, changes: Sequence[Change]) -> Written:

@@ -276,8 +276,6 @@ def ingest(
         settings, data, name or default_name(path), embedder=embedder, progress=progress, source=str(path),
         report=options.progress if options is not None else None,
     )
-    return IngestReport(
-        report.handle, report.unchanged, report.counts, {**before, **report.seconds}, report.warnings
-    )
+    return replace(report, seconds={**before, **report.seconds})
 
 

@@ -401,6 +401,17 @@ class GraphViewInstance {
     }
     if (f.search) item("Search from here", () => this.send({ type: "search", id }));
     if (f.communities) item("Its communities", () => this.send({ type: "communities", id }));
+    if (f.edit) {
+      const ed = (this.x && this.x.details && this.x.details.edit) || {};
+      const marks = (ed.marks || []).map((m) => m[0]);
+      item(marks.includes(id) ? "Unmark for merge" : "Mark for merge", () => this.send({ type: "mark", id }));
+      if (marks.length && !marks.includes(id)) {
+        item("Merge marked into this…", () => { this.select("node", id); this.send({ type: "merge_preview", id }); });
+      }
+      const from = ed.relate_from && ed.relate_from[0];
+      if (from && from !== id) item("Relate to this…", () => { this.relateTo = id; this.select("node", id); });
+      else item("Relate from here", () => this.send({ type: "relate_start", id }));
+    }
     this.menu.dataset.node = node ? String(node.id) : "";
     this.tip.hidden = true;
     this.menu.hidden = false;
@@ -575,7 +586,11 @@ class GraphViewInstance {
     const head = el("div", "kgv-phead");
     head.append(button("×", "Close", () => this.select(null, null), "kgv-close"));
     panel.append(head);
-    if (d.error) { panel.append(el("p", "kgv-note", d.error)); panel.hidden = false; if (!was) this.refit(); return; }
+    if (d.error) {
+      panel.append(el("p", "kgv-note", d.error));
+      if (d.edit_notice) panel.append(el("p", d.edit_notice[1] ? "kgv-edit-error" : "kgv-edit-ok", d.edit_notice[0]));
+      panel.hidden = false; if (!was) this.refit(); return;
+    }
     if (d.kind === "node") this.nodePanel(d); else this.edgePanel(d);
     panel.dataset.kind = d.kind;
     panel.dataset.id = d.id;
@@ -649,7 +664,154 @@ class GraphViewInstance {
       rels.append(li);
     }
     panel.append(rels);
+    if (this.p.features.edit && d.edit) this.nodeEdit(d);
     this.sourcesPanel(d);
+  }
+
+  // --- editing (curation): every value goes back as data; Python checks and applies it -------------------
+
+  field(label, value, multiline) {
+    const wrap = el("label", "kgv-field");
+    wrap.append(el("span", "kgv-k", label));
+    const input = el(multiline ? "textarea" : "input", "kgv-input");
+    if (!multiline) input.type = "text";
+    input.value = value == null ? "" : String(value);
+    input.addEventListener("keydown", (ev) => ev.stopPropagation()); // typing is not a graph shortcut
+    wrap.append(input);
+    return [wrap, input];
+  }
+
+  editNotice(box, ed) {
+    if (!ed.notice) return;
+    const note = el("p", ed.error ? "kgv-edit-error" : "kgv-edit-ok", ed.notice);
+    note.setAttribute("role", ed.error ? "alert" : "status");
+    box.append(note);
+    if (ed.offer_merge) box.append(button("Merge them instead", "Merge this entity into the one that has the name",
+                                          () => this.send({ type: "offer_merge" }), "kgv-primary"));
+  }
+
+  historyList(box, ed) {
+    if (!ed.history || !ed.history.length) { box.append(el("p", "kgv-note", "Never edited.")); return; }
+    const ul = el("ul", "kgv-history");
+    for (const h of ed.history) ul.append(el("li", null, "#" + h.id + " " + h.when + " " + h.who + ": " + h.what + (h.state === "applied" ? "" : " [" + h.state + "]")));
+    box.append(ul);
+  }
+
+  nodeEdit(d) {
+    const ed = d.edit;
+    const box = el("div", "kgv-edit");
+    box.dataset.rev = String(ed.rev);
+    box.append(el("div", "kgv-sec", "Edit (as " + ed.author + ")"));
+    this.editNotice(box, ed);
+    if (ed.preview) { this.mergePreview(box, d, ed); this.panel.append(box); return; }
+    if (ed.relate_from && ed.relate_from[0] !== d.id && this.relateTo === d.id) { this.relateForm(box, d, ed); this.panel.append(box); return; }
+    const [nameRow, name] = this.field("Name", d.name);
+    const [typeRow, type] = this.field("Type", d.type);
+    const [descRow, desc] = this.field("Description", d.description, true);
+    name.classList.add("kgv-edit-name");
+    const save = button("Save", "Apply these fields as one change", () => this.send({
+      type: "edit_node", what: "save", id: d.id, rev: ed.rev, name: name.value, etype: type.value, description: desc.value }), "kgv-primary");
+    box.append(nameRow, typeRow, descRow, save);
+    const aliases = el("div", "kgv-aliases");
+    for (const a of d.aliases || []) {
+      const chip = el("span", "kgv-chip", a);
+      chip.append(button("×", "Remove this alias", () => this.send({ type: "edit_node", what: "alias_remove", id: d.id, rev: ed.rev, alias: a }), "kgv-link"));
+      aliases.append(chip);
+    }
+    const [aliasRow, alias] = this.field("Alias", "");
+    aliasRow.append(button("Add alias", "Add another name for this entity", () => this.send({
+      type: "edit_node", what: "alias_add", id: d.id, rev: ed.rev, alias: alias.value })));
+    box.append(aliases, aliasRow);
+    const acts = el("div", "kgv-acts");
+    const marked = (ed.marks || []).some((m) => m[0] === d.id);
+    acts.append(button(marked ? "Unmark for merge" : "Mark for merge", "Mark entities, then merge them into another one", () => this.send({ type: "mark", id: d.id })));
+    const others = (ed.marks || []).filter((m) => m[0] !== d.id);
+    if (others.length) acts.append(button("Merge " + others.length + " marked into this…", others.map((m) => m[1]).join(", "),
+                                          () => this.send({ type: "merge_preview", id: d.id }), "kgv-primary"));
+    if (ed.relate_from && ed.relate_from[0] !== d.id) acts.append(button("Relate " + short(ed.relate_from[1], 30) + " → this…", "Add a relation from the chosen start to this entity", () => { this.relateTo = d.id; this.renderPanel(); }));
+    else acts.append(button("Relate from here", "Start a new relation at this entity (then pick its target)", () => this.send({ type: "relate_start", id: d.id })));
+    const del = button("Delete entity", "Delete this entity and its relations", () => {
+      if (del.dataset.armed) this.send({ type: "edit_node", what: "delete", id: d.id, rev: ed.rev });
+      else { del.dataset.armed = "1"; del.textContent = "Confirm delete"; }
+    }, "kgv-danger");
+    acts.append(del);
+    box.append(acts);
+    if (ed.marks && ed.marks.length) box.append(el("p", "kgv-note", "Marked for merge: " + ed.marks.map((m) => m[1]).join(" · ")));
+    box.append(el("div", "kgv-sec", "History"));
+    this.historyList(box, ed);
+    this.panel.append(box);
+  }
+
+  choice(label, values, chosen) {
+    const wrap = el("label", "kgv-field");
+    wrap.append(el("span", "kgv-k", label));
+    const sel = el("select", "kgv-input");
+    for (const v of values) { const o = document.createElement("option"); o.value = v; o.textContent = short(v, 90); sel.append(o); }
+    sel.value = chosen;
+    wrap.append(sel);
+    return [wrap, sel];
+  }
+
+  mergePreview(box, d, ed) {
+    const pv = ed.preview;
+    box.classList.add("kgv-merge");
+    box.append(el("div", "kgv-sec", "Merge into " + d.name));
+    if (pv.error) { box.append(el("p", "kgv-edit-error", pv.error)); box.append(button("Cancel", "", () => this.send({ type: "cancel" }))); return; }
+    const list = el("ul", "kgv-merged");
+    for (const [, n, t] of pv.merged) list.append(el("li", null, n + " (" + t + ")"));
+    box.append(list);
+    const c = pv.conflicts || {};
+    const [nameRow, name] = this.choice("Name", c.name || [pv.name], pv.name);
+    box.append(nameRow);
+    let type = null;
+    if (c.type) { const [row, sel] = this.choice("Type", c.type, pv.type); type = sel; box.append(row); }
+    const [descRow, desc] = this.field("Description", pv.description, true);
+    if (c.description) box.append(el("p", "kgv-note", "The descriptions differ: all are kept below; edit to choose."));
+    box.append(descRow);
+    if (pv.aliases.length) box.append(el("p", "kgv-note", "Aliases: " + pv.aliases.join(" · ")));
+    box.append(el("p", "kgv-note", pv.counts));
+    const acts = el("div", "kgv-acts");
+    acts.append(button("Merge", "Merge these entities into one (undoable)", () => this.send({
+      type: "merge", id: d.id, name: name.value, etype: type ? type.value : pv.type, description: desc.value }), "kgv-primary"));
+    acts.append(button("Cancel", "Close the preview", () => this.send({ type: "cancel" })));
+    box.append(acts);
+  }
+
+  relateForm(box, d, ed) {
+    box.append(el("div", "kgv-sec", "New relation: " + ed.relate_from[1] + " → " + d.name));
+    const [typeRow, type] = this.field("Type", "");
+    const [descRow, desc] = this.field("Description", "", true);
+    box.append(typeRow, descRow);
+    const acts = el("div", "kgv-acts");
+    acts.append(button("Add relation", "Add it (undoable)", () => { this.relateTo = null; this.send({
+      type: "relate", id: d.id, relation_type: type.value, description: desc.value }); }, "kgv-primary"));
+    acts.append(button("Cancel", "", () => { this.relateTo = null; this.send({ type: "cancel" }); }));
+    box.append(acts);
+  }
+
+  edgeEdit(d) {
+    const ed = d.edit;
+    const box = el("div", "kgv-edit");
+    box.dataset.rev = String(ed.rev);
+    box.append(el("div", "kgv-sec", "Edit (as " + ed.author + ")"));
+    this.editNotice(box, ed);
+    const [typeRow, type] = this.field("Type", d.type);
+    const [descRow, desc] = this.field("Description", d.description, true);
+    const weight0 = (d.facts.find((f) => f[0] === "weight") || [0, "1"])[1];
+    const [weightRow, weight] = this.field("Weight", weight0);
+    box.append(typeRow, descRow, weightRow);
+    const acts = el("div", "kgv-acts");
+    acts.append(button("Save", "Apply these fields as one change", () => this.send({
+      type: "edit_edge", what: "save", id: d.id, rev: ed.rev, relation_type: type.value, description: desc.value, weight: weight.value }), "kgv-primary"));
+    acts.append(button("Reverse", "Swap its source and target", () => this.send({ type: "edit_edge", what: "reverse", id: d.id, rev: ed.rev })));
+    const del = button("Delete relation", "Delete this relation", () => {
+      if (del.dataset.armed) this.send({ type: "edit_edge", what: "delete", id: d.id, rev: ed.rev });
+      else { del.dataset.armed = "1"; del.textContent = "Confirm delete"; }
+    }, "kgv-danger");
+    acts.append(del);
+    box.append(acts, el("div", "kgv-sec", "History"));
+    this.historyList(box, ed);
+    this.panel.append(box);
   }
 
   edgePanel(d) {
@@ -662,6 +824,7 @@ class GraphViewInstance {
     for (const [k, v] of d.facts) { facts.append(el("span", "kgv-k", k), el("span", "kgv-v", v)); }
     panel.append(facts);
     if (d.note) panel.append(el("p", "kgv-note", d.note));
+    if (this.p.features.edit && d.edit) this.edgeEdit(d);
     this.sourcesPanel(d);
   }
 
