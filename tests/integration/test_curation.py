@@ -323,3 +323,50 @@ def test_cli_edits_print_what_changed_and_the_log_travels_as_jsonl(
     assert out.exit_code == 0, out.output
     assert "#1 applied" in out.output and "1 applied, 0 skipped" in out.output  # the undone rename stays out
     assert "no changes of entity" not in run("history", "CRUZ")
+
+
+def test_documents_added_and_removed_touch_only_their_chunks(tmp_path: Path, embedder: Embedder) -> None:
+    from retrieval.graph.bm25 import search as bm25_search
+    from retrieval.ingest.update import add_documents, remove_document
+    from tests.data.documents.make_docs import LIGHTHOUSE, ORCHARD, write_markdown, write_text
+
+    first, more = tmp_path / "first", tmp_path / "more"
+    first.mkdir()
+    more.mkdir()
+    write_markdown(first / "medal.md", "The Medal", "Ana Costa", LIGHTHOUSE)
+    write_text(more / "orchard.txt", "The Orchard", "Ben Price", ORCHARD)
+    write_markdown(more / "storm.md", "The Storm", "Ana Costa", [("The Storm", "Marta Silva rowed out from "
+                                                                               "Cabo Frio with Tomas Reis.")])
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "kg")
+    ingest(settings, first, fmt="documents", name="books", embedder=embedder, progress=False)
+    kg = open_kg(settings, "books", embedder)
+    try:
+        cur = Curator(kg)
+        silva = kg.graph.find_entities("Marta Silva")[0]
+        chunks_before, stages = len(kg.bm25.chunk_ids), []
+        cs, warnings = add_documents(cur, more, author="ana",
+                                     progress=lambda stage, done, total: stages.append(stage))
+        assert any("offline extractor" in w for w in warnings)
+        assert {"reading", "extracting", "graph store", "BM25 index"} <= set(stages)
+        added = [c for c in cs.changes if c.kind == "chunk"]
+        assert added and all(c.before is None for c in added)
+        assert len(kg.bm25.chunk_ids) == chunks_before + len(added)
+        assert bm25_search(kg.bm25, "cider Bristol merchants", 1)[0][0] in {c.id for c in added}
+        # an entity the graph had gains the new sources under its own id; a new one is added
+        joined = kg.graph.get_entities([silva.id])[0]
+        assert set(joined.source_chunks) > set(silva.source_chunks)
+        assert kg.graph.find_entities("Helen Achebe") and "Helen Achebe" in kg.index.arrays.node_names
+        assert search(kg, "Who sold cider to Bristol merchants?").facts
+        removed = remove_document(cur, "The Orchard", author="ana")
+        gone = {c.id for c in removed.changes if c.kind == "chunk"}
+        assert gone and not (gone & set(kg.bm25.chunk_ids)) and not kg.graph.find_entities("Helen Achebe")
+        assert set(kg.graph.get_entities([silva.id])[0].source_chunks) == set(joined.source_chunks)
+        with pytest.raises(NotFoundError, match="no document"):
+            remove_document(cur, "The Orchard", author="ana")
+        cur.undo(author="ana")  # the removal
+        assert kg.graph.find_entities("Helen Achebe") and len(kg.bm25.chunk_ids) == chunks_before + len(added)
+        cur.undo(author="ana")  # the addition
+        assert len(kg.bm25.chunk_ids) == chunks_before and not kg.graph.find_entities("Helen Achebe")
+        assert kg.graph.get_entities([silva.id])[0].source_chunks == silva.source_chunks
+    finally:
+        kg.close()
