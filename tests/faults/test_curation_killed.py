@@ -21,7 +21,7 @@ from retrieval.embedding import HashEmbedder
 from retrieval.graph.runtime import open_kg
 from retrieval.stores.base import ENTITIES, RELATIONS
 from tests.conftest import ROOT
-from tests.faults.conftest import EMBED, QUERY, BaseGraph, cli, cli_facts, fault_env, ok
+from tests.faults.conftest import EMBED, BaseGraph, cli, cli_facts, fault_env, ok
 from tests.property.test_index_patch import canonical
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
