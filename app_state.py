@@ -409,11 +409,15 @@ def _item_map(data_dir: str, name: str, revision: str) -> ItemMap:
     return graph_item_map(Path(data_dir), name)
 
 
-def follow(kg: KG, labels: Sequence[Label]) -> tuple[list[Label], str]:
-    """Labels with their items mapped through the graph's curation (a grade on a merged entity counts for the
-    entity kept), and a sentence on those whose evidence was deleted ('' if none)."""
-    kept, gone = follow_labels(labels, _item_map(str(kg.settings.data_dir), kg.name, kg.revision))
-    return kept, gone_note(gone)
+def follow(kg: KG, labels: Sequence[Label]) -> list[Label]:
+    """Labels with their items mapped through the graph's curation: a grade on a merged entity counts for the
+    entity kept; a grade whose evidence was deleted is left out (`gone_grades` says so)."""
+    return follow_labels(labels, _item_map(str(kg.settings.data_dir), kg.name, kg.revision))[0]
+
+
+def gone_grades(kg: KG, labels: Sequence[Label]) -> str:
+    """A sentence on the grades whose evidence the graph's curation deleted ('' if none)."""
+    return gone_note(follow_labels(labels, _item_map(str(kg.settings.data_dir), kg.name, kg.revision))[1])
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

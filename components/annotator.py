@@ -14,7 +14,7 @@ import streamlit as st
 
 from components.grader import GradeTarget
 from retrieval.errors import RetrievalError, ValidationError
-from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, LabelStore, normalize_annotator
+from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, Label, LabelStore, normalize_annotator
 from ui_records import ANNOTATOR_FIELD
 from ui_text import md_literal
 
@@ -83,9 +83,10 @@ def annotator_box() -> None:
                 on_stored_change=_restore, height=0)
 
 
-def grading_target(labels: Callable[[], LabelStore], graph_version: str, *, required: bool = False) -> GradeTarget:
+def grading_target(labels: Callable[[], LabelStore], graph_version: str, *, required: bool = False,
+                   follow: Callable[[list[Label]], list[Label]] | None = None) -> GradeTarget:
     """Where this page's grades go: the label store `labels` opens (the data dir's), the graph version, the
-    sidebar's annotator.
+    sidebar's annotator; `follow` maps shown labels through the graph's curation (`app_state.follow`).
 
     A label store that cannot be opened (a read-only data directory, a full disk) is named in a warning and the
     page's lists become read-only; a page that is about labels (`required`) shows the error and stops instead.
@@ -98,4 +99,4 @@ def grading_target(labels: Callable[[], LabelStore], graph_version: str, *, requ
             st.stop()
         st.warning(f"Grading is off on this page: {md_literal(exc)}", icon=":material/edit_off:")
         return GradeTarget(None, graph_version, None, problem=str(exc))
-    return GradeTarget(store, graph_version, current_annotator())
+    return GradeTarget(store, graph_version, current_annotator(), follow=follow)

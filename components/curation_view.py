@@ -45,8 +45,9 @@ def render_notices(cur: Curation) -> None:
                                        for ln in lines]), hide_index=True)
 
 
-def _evidence(c: Candidate) -> pd.DataFrame:
-    return pd.DataFrame([{"signal": e.signal, "value": round(e.value, 2), "evidence": e.detail} for e in c.evidence])
+def _evidence(c: Candidate) -> str:
+    """One Markdown line per signal: its value and what it rests on (data shown literally)."""
+    return "  \n".join(f"**{md_literal(e.signal)}** {e.value:.2f} · {md_literal(e.detail)}" for e in c.evidence)
 
 
 def render_duplicates(cur: Curation) -> None:
@@ -70,7 +71,7 @@ def render_duplicates(cur: Curation) -> None:
     for n, c in enumerate(found[:SHOWN]):
         label = f"{c.score:.2f} · {short(c.keep_name, 60)} ← {short(c.other_name, 60)}"
         with st.expander(md_literal(label), expanded=n == 0):
-            st.dataframe(_evidence(c), hide_index=True)
+            st.markdown(_evidence(c))
             _merge_form(cur, c, queued.get((c.keep, c.other)), key=f"dup-{n}-{c.keep}-{c.other}")
 
 

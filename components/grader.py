@@ -12,7 +12,7 @@ on the next run. Each grade is one `LabelStore.put_label` (fsynced before it ret
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -71,6 +71,8 @@ class GradeTarget:
     graph_version: str
     annotator: str | None
     problem: str = ""
+    # labels mapped through the graph's curation (a grade on an entity later merged shows on the one kept)
+    follow: Callable[[list[Label]], list[Label]] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,8 @@ def shown_grades(rows: Sequence[GradeRow], target: GradeTarget, *, own_only: boo
             out.update({(lb.query_text, lb.item_id): lb for lb in own})
             continue
         labels = target.store.get_labels(query, target.graph_version)
+        if target.follow is not None:
+            labels = target.follow(labels)
         for item, label in shown_labels(labels, target.annotator or "").items():
             out[label.query_text, item] = label
     return out

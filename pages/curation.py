@@ -17,10 +17,12 @@ st.caption(f"Graph **{md_literal(handle.name)}** · revision {md_literal(kg.revi
            f"**{md_literal(cur.author)}** (the sidebar's name, else the local user). Every change is recorded: "
            "who, when, why, and each record before and after; it can be undone.")
 cv.render_notices(cur)
-dups, log, history = st.tabs(["Duplicates", "Changes", "History"])
-with dups:
-    cv.render_duplicates(cur)
-with log:
+# a control, not tabs: the view stays chosen across the reruns an undo or a merge makes (and is in the URL)
+view = st.segmented_control("View", ["Duplicates", "Changes", "History"], default="Duplicates", key="view",
+                            bind="query-params", required=True)
+if view == "Changes":
     cv.render_log(cur)
-with history:
+elif view == "History":
     cv.render_history(cur, app_state.entity_catalog(kg))
+else:
+    cv.render_duplicates(cur)

@@ -43,15 +43,15 @@ reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
 st.caption(view.trace_line(app_state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
 view.render_notes(chosen.notes, inspection, pool)
 
-grader = grading_target(partial(app_state.label_store, cfg), kg.version, required=True)
+follow = partial(app_state.follow, kg)  # grades follow the graph: a merged entity's grade counts for the one kept
+grader = grading_target(partial(app_state.label_store, cfg), kg.version, required=True, follow=follow)
 key = result_key(kg.revision, req.kind, pool.query)
 view.apply_grades(inspection, grader, key)  # before this run's metrics read the labels
-# grades follow the graph: a grade on an entity later merged counts for the entity kept
-all_labels, gone = app_state.follow(kg, view.labels_of_kind(grader.store.all_labels(kg.version), req.kind))
-mine = shown_labels(app_state.follow(kg, view.labels_of_kind(grader.store.get_labels(pool.query, kg.version),
-                                                             req.kind))[0], grader.annotator or "")
-if gone:
-    st.caption(md_literal(gone))
+graded = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
+all_labels = follow(graded)
+mine = shown_labels(follow(view.labels_of_kind(grader.store.get_labels(pool.query, kg.version), req.kind)),
+                    grader.annotator or "")
+st.caption(md_literal(app_state.gone_grades(kg, graded)))
 chart, metrics = st.columns([3, 2], gap="large")
 with chart.container(height=view.PANEL_HEIGHT, border=False):
     view.render_bump(inspection, mine, knobs.k)
