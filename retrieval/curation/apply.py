@@ -96,7 +96,8 @@ class Curator:
             change = next((c for c in cs.changes if (c.kind, c.id) == (kind, target)), None)
             out.append(HistoryEntry(
                 changeset=cs.id, action=cs.action, author=cs.author, created_at=cs.created_at, reason=cs.reason,
-                state=cs.state, what="; ".join(describe_op(op) for op in cs.ops) or f"{cs.action} of #{cs.target}",
+                state=cs.state,
+                what="; ".join(describe_op(op, cs.names()) for op in cs.ops) or f"{cs.action} of #{cs.target}",
                 before=change.before if change else None, after=change.after if change else None,
                 into=change.into if change else None,
             ))

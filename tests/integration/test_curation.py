@@ -78,11 +78,17 @@ def ids_by_name(kg: KG) -> dict[str, str]:
     return dict(zip(a.node_names, a.node_ids, strict=True))
 
 
-def same_as_a_fresh_open(settings: Settings, kg: KG, embedder: Embedder) -> None:
-    """The patched in-memory index says what an index built from the stores says."""
+def same_as_a_fresh_open(settings: Settings, kg: KG, embedder: Embedder, query: str = "") -> None:
+    """The patched in-memory index (and the memory graph patched with it) says what one built from the stores
+    says: the same index, and the same search answer."""
     fresh = open_kg(settings, kg.name, embedder)
     try:
         assert canonical(kg.index) == canonical(fresh.index)
+        if query:
+            a, b = search(kg, query), search(fresh, query)
+            assert [f.id for f in a.facts] == [f.id for f in b.facts] and a.seed_ids == b.seed_ids
+            assert [round(f.scores.get("ppr", 0.0), 6) for f in a.facts] == [
+                round(f.scores.get("ppr", 0.0), 6) for f in b.facts]
     finally:
         fresh.close()
 
@@ -91,6 +97,7 @@ def test_merge_on_the_graphrag_index_follows_search_history_and_grades_and_undoe
     dulce: tuple[Settings, KG, Curator], embedder: Embedder
 ) -> None:
     settings, kg, cur = dulce
+    search(kg, "Who leads the squad?")  # the memory graph and matcher exist: the merge patches them
     ids = ids_by_name(kg)
     tc, cruz, sam, rivera = ids["TAYLOR CRUZ"], ids["CRUZ"], ids["SAM RIVERA"], ids["RIVERA"]
     pairs = {(c.keep_name, c.other_name): c for c in find_duplicates(kg, limit=20)}
@@ -116,7 +123,7 @@ def test_merge_on_the_graphrag_index_follows_search_history_and_grades_and_undoe
     for r in kept:  # the in-memory index moved them too
         s, t = relation_nodes(kg.index, r.id)
         assert {kg.index.arrays.node_ids[s], kg.index.arrays.node_ids[t]} == {r.source_id, r.target_id}
-    same_as_a_fresh_open(settings, kg, embedder)
+    same_as_a_fresh_open(settings, kg, embedder, "Who leads the squad with Taylor Cruz?")
     # only the merged entity's text was embedded again; CRUZ's vector is gone
     assert not kg.vectors.vectors(ENTITIES, [cruz]).any()
     assert float(kg.vectors.vectors(ENTITIES, [tc])[0] @ embedder.embed([entity_text(merged)])[0]) > 0.999
@@ -136,7 +143,7 @@ def test_merge_on_the_graphrag_index_follows_search_history_and_grades_and_undoe
     assert {r.id for r in kg.graph.get_relations(cruz_rels)} == set(cruz_rels)
     assert all(cruz in (r.source_id, r.target_id) for r in kg.graph.get_relations(cruz_rels))
     assert kg.vectors.vectors(ENTITIES, [cruz]).any() and "CRUZ" not in kg.graph.get_entities([tc])[0].aliases
-    same_as_a_fresh_open(settings, kg, embedder)
+    same_as_a_fresh_open(settings, kg, embedder, "What did Cruz do?")
     assert graph_item_map(settings.data_dir, "dulce").follow(entity_item_id(cruz)).status == "same"
 
     cur.redo(author="ana")
@@ -150,6 +157,7 @@ def test_merge_on_the_graphrag_index_follows_search_history_and_grades_and_undoe
 
 def test_every_edit_and_bad_input_on_the_demo_graph(demo: tuple[Settings, KG, Curator], embedder: Embedder) -> None:
     settings, kg, cur = demo
+    search(kg, "How does price elasticity shape pricing?")  # built before the edits: they patch it
     pe, dc, rel = "price-elasticity", "demand-curve", "price-elasticity--depends_on--demand-curve"
     # entity edits
     cur.apply([RenameEntity(entity_id=pe, name="elasticity of price")], author="ana")
@@ -180,7 +188,7 @@ def test_every_edit_and_bad_input_on_the_demo_graph(demo: tuple[Settings, KG, Cu
                                    source_chunk="pricing-ch2-01")], author="ana")
     new_rel = next(c.id for c in added.changes if c.kind == "relation")
     assert kg.graph.get_relations([new_rel])[0].source_chunks == ("pricing-ch2-01",)
-    same_as_a_fresh_open(settings, kg, embedder)
+    same_as_a_fresh_open(settings, kg, embedder, "How does elasticity of price inform penetration pricing?")
     # bad input: refused with a reason, nothing written
     before = cur.log.generation()
     bad = [
