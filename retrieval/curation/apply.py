@@ -19,7 +19,7 @@ from retrieval.curation.access import authorise
 from retrieval.curation.compile import GraphView, MergePreview, compile_ops, merge_preview
 from retrieval.curation.log import CurationLog, has_log
 from retrieval.curation.ops import Change, Changeset, MergeEntities, Op, describe_op, op_targets
-from retrieval.curation.views import KGView
+from retrieval.curation.views import UNDESCRIBED, KGView
 from retrieval.curation.write import Say, Version, Written, graph_changes, write_changes
 from retrieval.errors import ConflictError, NotFoundError, RetrievalError, ValidationError
 from retrieval.graph import bm25, catalog
@@ -281,9 +281,15 @@ class Curator:
         index = None
         drop: list[str] = []
         if "index" in kg.__dict__:
-            index = patch_index(kg.index, written.graph)
+            old = kg.index
+            index = patch_index(old, written.graph)
             if written.bm25 is not None:
                 index.extras.pop("memory_graph", None)  # passage document frequencies changed
+            bare = old.extras.get(UNDESCRIBED)
+            if isinstance(bare, set):  # the relations without a description, kept up to date
+                bare = (bare - set(written.graph.delete_relations)) - {r.id for r in written.graph.relations
+                                                                       if r.description}
+                index.extras[UNDESCRIBED] = bare | {r.id for r in written.graph.relations if not r.description}
         communities = CommunityIndex.of(written.extras) if written.extras is not None else None
         manifest = json.loads((kg.handle.dir / catalog.MANIFEST).read_text(encoding="utf-8"))
         kg.handle = replace(kg.handle, manifest=manifest)

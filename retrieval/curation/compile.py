@@ -74,6 +74,9 @@ class GraphView(Protocol):
     def linked(self, chunk_ids: Sequence[str]) -> list[str]:
         """Ids of the entities whose sources include any of `chunk_ids`."""
         ...
+    def undescribed(self) -> set[str]:
+        """Ids of the relations without a description (their vector text names their ends)."""
+        ...
 
 
 def _key(name: str) -> str:

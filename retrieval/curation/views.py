@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from retrieval.graph.communities import Extras
 from retrieval.graph.runtime import KG
-from retrieval.graph.traverse import incident_edges
 from retrieval.models import Chunk, Entity, Relation
-from retrieval.stores.base import CHUNKS, GraphStore, VectorStore
+from retrieval.stores.base import CHUNKS, GraphStore, VectorStore, updates
 
+UNDESCRIBED = "curation.undescribed"  # the index's cache of relation ids without a description
 MAX_INCIDENT = 1_000_000  # a hub's relations, read at once from a store (a re-import only)
 CHUNK_BATCH = 1_000
 
@@ -50,14 +50,19 @@ class KGView:
         return {r.id: r for r in self.kg.graph.get_relations(list(ids))}
 
     def incident(self, entity_id: str) -> list[str]:
+        """From the undirected CSR row and the sorted edge keys: O(degree · log E), nothing built per change."""
         index = self.kg.index
-        if entity_id not in index.id_to_idx:
+        v = index.id_to_idx.get(entity_id)
+        if v is None:
             return []
-        eids, _, _ = incident_edges(index, entity_id)
-        v = index.id_to_idx[entity_id]
-        # incident_edges leaves self-loops out; a change to the entity touches them too
-        own = dict.fromkeys([*eids.tolist(), *index.edges_between(v, v)])
+        und = index.und_csr
+        others = und.indices[und.indptr[v]:und.indptr[v + 1]].tolist()
+        own = dict.fromkeys(e for o in [v, *others] for e in index.edges_between(v, int(o)))
         return [index.arrays.relation_ids[e] for e in own]
+
+    def undescribed(self) -> set[str]:
+        """The relations without a description, read once per index (kept up to date by `Curator._install`)."""
+        return self.kg.index.cached(UNDESCRIBED, lambda: set(updates(self.kg.graph).undescribed()))
 
     def named(self, name: str) -> list[Entity]:
         return self.kg.graph.find_entities(name, limit=50)
@@ -98,6 +103,9 @@ class StoreView:
 
     def named(self, name: str) -> list[Entity]:
         return self.graph.find_entities(name, limit=50)
+
+    def undescribed(self) -> set[str]:
+        return set(updates(self.graph).undescribed())
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         return _chunks(self.vectors, ids)

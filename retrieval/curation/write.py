@@ -123,7 +123,9 @@ def _write_vectors(target: Version, changes: Sequence[Change], gc: GraphChanges,
                and before[("entity", e.id)].name != e.name]
     changed = {r.id: r for r in gc.relations}
     dead = set(gc.delete_relations)
-    follow = [rid for eid in renamed for rid in target.view.incident(eid) if rid not in changed and rid not in dead]
+    bare = target.view.undescribed() if renamed else set()
+    follow = [rid for eid in renamed for rid in target.view.incident(eid)
+              if rid in bare and rid not in changed and rid not in dead]
     followers = {r.id: r for r in target.graph.get_relations(list(dict.fromkeys(follow))) if not r.description}
     then: dict[str, Relation | None] = {rid: before.get(("relation", rid)) for rid in changed}
     then.update(followers)  # a follower's record is unchanged; only its endpoints' names are
@@ -232,12 +234,14 @@ def write_changes(target: Version, changes: Sequence[Change]) -> Written:
     if extras is not None:
         save_extras(target.dir, extras)
         written.extras = extras
-    _update_counts(target)
+    _update_counts(target, changes)
     return written
 
 
-def _update_counts(target: Version) -> None:
-    """The manifest's counts follow the stores (a re-import compares them to tell lost data from curated)."""
+def _update_counts(target: Version, changes: Sequence[Change]) -> None:
+    """The manifest's counts follow the change (a re-import compares them with the stores to tell lost data from
+    curated data): entities, relations and chunks added or removed; books and chapters recounted when chunks
+    changed."""
     path = target.dir / catalog.MANIFEST
     if not path.is_file():
         return  # a build directory: its manifest is written at commit
@@ -245,6 +249,13 @@ def _update_counts(target: Version) -> None:
 
     manifest = json.loads(path.read_text(encoding="utf-8"))
     counts = dict(manifest.get("counts", {}))
-    counts.update({k: v for k, v in target.graph.counts().items() if k in counts or k in ("entities", "relations")})
+    plural = {"entity": "entities", "relation": "relations", "chunk": "chunks"}
+    for c in changes:
+        if c.kind in plural and (c.before is None) != (c.after is None):
+            key = plural[c.kind]
+            counts[key] = int(counts.get(key, 0)) + (1 if c.before is None else -1)
+    if any(c.kind == "chunk" for c in changes):
+        stored = target.graph.counts()
+        counts.update({k: stored[k] for k in ("books", "chapters")})
     if counts != manifest.get("counts"):
         catalog.write_json_atomic(path, {**manifest, "counts": counts})

@@ -92,6 +92,11 @@ class GraphUpdates(Protocol):
         the graph before or after it. Cost grows with the size of the change, not of the graph."""
         ...
 
+    def undescribed(self) -> list[str]:
+        """Ids of the relations stored without a description: their vector text is made of their ends' names,
+        so renaming an end changes it (one scan, cached by the caller)."""
+        ...
+
 
 class VectorStore(Protocol):
     """Three collections (Entities, RelationDescriptions, DocumentChunks) of normalised vectors."""

@@ -573,6 +573,11 @@ class FalkorGraphStore:
             pipe.execute_command("GRAPH.QUERY", self._name, with_params(query, params))
         self._call(pipe.execute)
 
+    def undescribed(self) -> list[str]:
+        """Ids of the relations without a description (one scan of the relationships)."""
+        rows = self._raw("MATCH ()-[r:REL]->() WHERE r.description = '' OR r.description IS NULL RETURN r.id")
+        return [row[0] for row in rows]
+
     def _forms(self, kind: str, rows: list[list[Any]], key: str) -> list[tuple[str, dict[str, Any]]]:
         """Batched statements of `kind`: the index form for keys it finds, the scan form for the rest."""
         indexed, scan = _WRITE_FORMS[kind]

@@ -430,6 +430,11 @@ class KuzuGraphStore:
                 if not was_writable:
                     self._connect(writable=False)  # closing the writer checkpoints: the change is in the files
 
+    def undescribed(self) -> list[str]:
+        """Ids of the relations without a description (one scan of the Relation table)."""
+        return [row[0] for row in self._rows("MATCH (r:Relation) WHERE r.description = '' OR r.description IS NULL "
+                                             "RETURN r.id")]
+
     @staticmethod
     def _each(one: str, many: str, params: list[dict[str, Any]], rows: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         """One indexed statement per row for a few rows; batched UNWINDs (a hash join over the table) for many."""
