@@ -47,7 +47,9 @@ with st.sidebar:
 if handle is not None:
     try:
         # once per graph version, on the first page view, so searches and the graph view's layout start warm
-        app_state.open_kg(cfg, handle, warm=warm_layout)
+        kg = app_state.open_kg(cfg, handle, warm=warm_layout)
+        for line in app_state.curator(kg).recovered:  # a changeset a crash interrupted was rolled back on open
+            st.sidebar.warning(md_literal(line), icon=":material/restore:")
     except RetrievalError as exc:
         st.sidebar.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}")
 notice = app_state.graph_notice(cfg)
