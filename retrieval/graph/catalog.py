@@ -41,6 +41,13 @@ class GraphHandle:
     def location(self) -> StoreLocation:
         return StoreLocation(dir=self.dir, key=self.manifest["key"])
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Counts recorded by ingest in the manifest (`stats`/`counts` section or top level)."""
+        section = self.manifest.get("stats") or self.manifest.get("counts") or self.manifest
+        keys = ("entities", "relations", "chunks", "books", "chapters")
+        return {k: int(section[k]) for k in keys if isinstance(section.get(k), int | float)}
+
 
 def check_name(name: str) -> str:
     """Graph names become directory names: letters, digits, '_' and '-' only."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from retrieval.errors import IngestError
 from retrieval.ingest import Format, IngestOptions
+from retrieval.ingest.books import untitled_note
 from retrieval.ingest.bundle import MAX_ID_LEN, Line, check_entity_size, id_too_long, merge_chunks
 from retrieval.ingest.headings import chapters
 from retrieval.models import Chunk, Claim, Community, Entity, Finding, GraphData, Relation
@@ -138,19 +139,42 @@ class _Build:
         return kept
 
 
-def _chunks(docs: _Table, units: _Table) -> list[Chunk]:
-    """Text units as chunks: book = document title, position = order in the document, chapter = heading."""
+def metadata_lines(document: dict[str, Any]) -> tuple[str, ...]:
+    """The lines GraphRAG's `prepend_metadata` may put before a chunk of this document: `field: value.` for each of
+    its scalar fields (graphrag_chunking's add_metadata, line delimiter `.\n`)."""
+    return tuple(f"{k}: {v}.\n" for k, v in document.items() if isinstance(v, str | int | float) and str(v).strip()
+                 and "\n" not in str(v))
+
+
+def strip_metadata(text: str, lines: Sequence[str]) -> str:
+    """`text` without the leading metadata lines (`title: book.txt.`) GraphRAG prepended: they are not the book's."""
+    while True:
+        head = next((line for line in lines if text.startswith(line)), None)
+        if head is None:
+            return text
+        text = text[len(head):]
+
+
+def _chunks(docs: _Table, units: _Table, b: _Build) -> list[Chunk]:
+    """Text units as chunks: book = document title, position = order in the document, chapter = heading; the text
+    without the metadata lines GraphRAG may prepend to it."""
     text_col = docs.pick("text", "raw_content")
-    documents: dict[str, tuple[str, str, list[str]]] = {}
+    documents: dict[str, tuple[str, str, list[str], tuple[str, ...]]] = {}
+    untitled = []
     for ln in docs.rows:
         did = ln.ident("id")
         if did in documents:
             raise ln.fail("id", f"duplicate document id {did!r}")
         title = ln.text("title") or did
+        if not ln.text("title"):
+            untitled.append(did)
         text = ln.obj.get(text_col)
         if text is not None and not isinstance(text, str):
             raise ln.fail(text_col, "expected a string")
-        documents[did] = (title, text or "", ln.text_list("text_unit_ids", ids=True))
+        documents[did] = (title, text or "", ln.text_list("text_unit_ids", ids=True),
+                          metadata_lines({k: v for k, v in ln.obj.items() if k != text_col}))
+    if untitled:
+        b.warnings.append(untitled_note(untitled, "the documents table gives them no title"))
     doc_col = units.pick("document_id", "document_ids")
     unit_rows: dict[str, tuple[Line, str]] = {}
     for ln in units.rows:
@@ -166,11 +190,11 @@ def _chunks(docs: _Table, units: _Table) -> list[Chunk]:
     for uid, (_, did) in unit_rows.items():
         by_doc.setdefault(did, []).append(uid)
     out: list[Chunk] = []
-    for did, (title, text, listed) in documents.items():
+    for did, (title, text, listed, prefix) in documents.items():
         # the document's own order first; units that name the document without being listed follow
         mine = list(dict.fromkeys([u for u in listed if u in unit_rows and unit_rows[u][1] == did]
                                   + by_doc.get(did, [])))
-        texts = [unit_rows[u][0].text("text") for u in mine]
+        texts = [strip_metadata(unit_rows[u][0].text("text"), prefix) for u in mine]
         for position, (uid, unit_text, chapter) in enumerate(zip(mine, texts, chapters(text, texts), strict=True)):
             ln = unit_rows[uid][0]
             hrid = ln.obj.get("human_readable_id")
@@ -376,7 +400,7 @@ def load_graphrag(path: str | Path, options: IngestOptions | None = None) -> Gra
     b = _Build()
     docs, units, ents, rels = (tables[t] for t in REQUIRED)
     assert docs and units and ents and rels  # required tables raise when missing
-    chunks = _chunks(docs, units)
+    chunks = _chunks(docs, units, b)
     b.chunk_ids = {c.id for c in chunks}
     _entities(ents, b)
     relations = _relations(rels, b)

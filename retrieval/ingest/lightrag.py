@@ -5,7 +5,8 @@ LightRAG joins merged values with `<SEP>`: an entity's or edge's descriptions be
 line), its `source_id` the chunk ids it cites, its `file_path` the documents. An edge has no type but
 comma-separated `keywords`: every relation is `RELATED_TO` and its keywords close its description
 (`Keywords: a, b`). A chunk's book is its document's file path, or the document id where LightRAG recorded only
-its placeholder (`unknown_source`); its chapter is the Markdown heading in force where it starts in its document.
+a placeholder (`unknown_source`, `custom_kg` from `insert_custom_kg`), said once in the import's warnings; its
+chapter is the heading in force where it starts in its document (`headings.chapters`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from retrieval.errors import IngestError
 from retrieval.ingest import Format, IngestOptions
+from retrieval.ingest.books import untitled_note
 from retrieval.ingest.bundle import MAX_NESTING, Line, check_entity_size, check_text, id_too_long, relation_id
 from retrieval.ingest.graphml import ParsedGraphML, dropped_note, parse_graphml
 from retrieval.ingest.headings import chapters
@@ -30,7 +32,7 @@ FULL_DOCS = "kv_store_full_docs.json"
 DOC_STATUS = "kv_store_doc_status.json"
 SEP = "<SEP>"
 RELATION_TYPE = "RELATED_TO"
-PLACEHOLDERS = {"", "unknown_source", "no-file-path"}  # LightRAG's own placeholders for "no file"
+PLACEHOLDERS = {"", "unknown_source", "no-file-path", "custom_kg"}  # LightRAG's own placeholders for "no file"
 _ENTITY_ATTRS = {"entity_id", "entity_type", "description", "source_id", "file_path"}
 _EDGE_ATTRS = {"weight", "description", "keywords", "source_id"}
 _TOP_KEY = re.compile(r'^  "((?:[^"\\]|\\.)*)": ', re.M)  # a record's key as LightRAG indents it (2 spaces)
@@ -97,7 +99,7 @@ def _documents(root: Path) -> dict[str, tuple[str, str | None]]:
     return out
 
 
-def _chunks(root: Path, options: IngestOptions) -> list[Chunk]:
+def _chunks(root: Path, options: IngestOptions, warnings: list[str]) -> list[Chunk]:
     file = str(root / CHUNKS)
     raw, lines = _json(root / CHUNKS, required=True)
     docs = _documents(root)
@@ -113,6 +115,7 @@ def _chunks(root: Path, options: IngestOptions) -> list[Chunk]:
         doc = ln.text("full_doc_id") or cid
         per_doc[doc].append((order, cid, text, ln.text("file_path")))
     out: list[Chunk] = []
+    untitled: list[str] = []
     for did, rows in per_doc.items():
         rows.sort(key=lambda r: (r[0], r[1]))
         doc_path, doc_text = docs.get(did, ("", None))
@@ -120,8 +123,13 @@ def _chunks(root: Path, options: IngestOptions) -> list[Chunk]:
         for position, ((_, cid, text, own_path), chapter) in enumerate(zip(rows, names, strict=True)):
             path = own_path if own_path not in PLACEHOLDERS else doc_path
             book = path if path not in PLACEHOLDERS else did
+            if book == did and did not in untitled:
+                untitled.append(did)
             out.append(Chunk(id=cid, text=text, source=cid, original_document=book, chapter=chapter,
                              position=position))
+    if untitled:
+        warnings.append(untitled_note(untitled, f"LightRAG recorded no file path, only a placeholder such as "
+                                                f"{', '.join(sorted(PLACEHOLDERS - {''}))}"))
     return out
 
 
@@ -196,11 +204,13 @@ def load_lightrag(path: str | Path, options: IngestOptions | None = None) -> Gra
     graph_file = root / GRAPH
     if not graph_file.is_file():
         raise IngestError(str(graph_file), 0, "file", "required file is missing")
-    chunks = _chunks(root, options)
+    notes: list[str] = []
+    chunks = _chunks(root, options, notes)
     options.report(f"reading {GRAPH}", 0, 1)
     parsed = parse_graphml(graph_file)
     options.report(f"reading {GRAPH}", 1, 1)
     entities, relations, warnings = _graph(parsed, str(graph_file), {c.id for c in chunks})
+    warnings = [*notes, *warnings]
     return GraphData(entities=tuple(entities), relations=tuple(relations), chunks=tuple(chunks),
                      warnings=tuple(warnings))
 
