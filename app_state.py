@@ -23,7 +23,7 @@ from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candi
 from retrieval.evaluation.labels import Label, LabelStore
 from retrieval.explore.export import induced_edges
 from retrieval.explore.memory import GraphMemory, open_memory
-from retrieval.graph import catalog
+from retrieval.graph import catalog, traverse
 from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import bfs, degrees, expand, k_shortest_paths, read_chunks
 from retrieval.models import Chunk, GraphStats, PathResult, SearchParams, SearchResult, Subgraph, TraversalResult
@@ -33,6 +33,7 @@ from retrieval.search import modes
 from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
+from ui_palette import type_palette
 from ui_records import Capability, EntityCatalog, LiveGraph
 from ui_text import entity_label, md_code, md_literal
 
@@ -48,15 +49,38 @@ def graph_names(cfg: Settings) -> list[str]:
     return catalog.list_graphs(cfg.data_dir)
 
 
+GRAPH_KEY = "graph-in-use"  # the graph this session works on (the sidebar's page links drop `?graph=`)
+PICKED_KEY = "graph-picked"  # a graph just picked in the sidebar, for the run that follows the click
+
+
 def chosen_graph(cfg: Settings) -> str | None:
-    """`?graph=NAME` in the URL (so a copied link names its graph), else KG_GRAPH, else the active graph."""
+    """The graph picked in the sidebar just now, else `?graph=NAME` in the URL (a copied link names its graph), else
+    the graph this session was on (a page link drops the URL's parameters), else KG_GRAPH, else the active graph:
+    the server-wide default for new sessions."""
     names = graph_names(cfg)
-    wanted = st.query_params.get("graph")
-    if wanted in names:
-        return wanted
-    if cfg.graph_name in names:
-        return cfg.graph_name
+    for wanted in (st.session_state.get(PICKED_KEY), st.query_params.get("graph"), st.session_state.get(GRAPH_KEY),
+                   cfg.graph_name):
+        if wanted in names:
+            return str(wanted)
     return catalog.active_name(cfg.data_dir)
+
+
+def pick_graph(name: str) -> None:
+    """Switch this session to graph `name` on its next run (the sidebar picker's and the Data page's one click)."""
+    st.session_state[PICKED_KEY] = name
+
+
+def keep_graph(name: str | None) -> tuple[str | None, bool]:
+    """Remember `name` as this session's graph and name it in the URL; returns the graph the session was on before
+    when this run changes it (None otherwise), and whether the analyst picked it (not a link)."""
+    picked = st.session_state.pop(PICKED_KEY, None) is not None
+    before = st.session_state.get(GRAPH_KEY)
+    if name is None:
+        return None, False
+    st.session_state[GRAPH_KEY] = name
+    if st.query_params.get("graph") != name:
+        st.query_params["graph"] = name
+    return (before if before and before != name else None), picked
 
 
 def graph_notice(cfg: Settings) -> str:
@@ -69,6 +93,17 @@ def graph_notice(cfg: Settings) -> str:
     shown = f"graph **{md_literal(name)}** is shown" if name else "no graph is open"
     have = ", ".join(md_literal(n) for n in names) or "none"
     return f"{md_code(f'graph={wanted}')} in the link names no graph in this data directory ({have}): {shown}."
+
+
+def graph_choices(cfg: Settings) -> dict[str, dict[str, int]]:
+    """Every graph of the data directory with the counts its manifest records (no store is opened)."""
+    out: dict[str, dict[str, int]] = {}
+    for name in graph_names(cfg):
+        try:
+            out[name] = catalog.resolve(cfg.data_dir, name).counts
+        except RetrievalError:
+            continue  # swapped away while listing
+    return out
 
 
 def current_handle(cfg: Settings) -> catalog.GraphHandle | None:
@@ -104,9 +139,8 @@ def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: t
 
 
 def sample_question(kg: KG) -> str | None:
-    """A relationship question between two of the graph's entities (None for an empty graph)."""
-    names = kg.index.arrays.node_names
-    return f"How does {names[0][:200]} relate to {names[-1][:200]}?" if names else None
+    """A relationship question from the graph's substance (None for an empty graph)."""
+    return traverse.sample_question(kg.index)
 
 
 def warm_up(kg: KG, draw: Callable[[Subgraph], object] | None = None) -> None:
@@ -130,27 +164,41 @@ def open_kg(cfg: Settings, handle: catalog.GraphHandle, *, warm: Callable[[Subgr
                     warm)
 
 
-def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
-    """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
+def page_handle(cfg: Settings, to_do: str) -> catalog.GraphHandle:
+    """The chosen graph's version (a small JSON read); without one the page says why (to the Data page) and stops."""
     handle = current_handle(cfg)
     if handle is None:
         st.info(f"No graph to {to_do} yet. Build the demo graph on the **Data** page.", icon=":material/info:")
         st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
         st.stop()
+    return handle
+
+
+def page_kg(cfg: Settings, handle: catalog.GraphHandle, *, warm: Callable[[Subgraph], object] | None = None) -> KG:
+    """`handle` opened (the first view of a version pays for it, under a spinner); otherwise the page says why and
+    stops. A page draws what needs no graph first, so its first view is not grey skeletons while the graph opens."""
     try:
-        return handle, open_kg(cfg, handle)
+        return open_kg(cfg, handle, warm=warm)
     except RetrievalError as exc:
         st.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}", icon=":material/error:")
         st.stop()
     raise AssertionError("st.stop() ends the run")
 
 
+def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
+    """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
+    handle = page_handle(cfg, to_do)
+    return handle, page_kg(cfg, handle)
+
+
 def open_kg_or_none(cfg: Settings) -> KG | None:
-    """The chosen graph opened, or None when there is none or it cannot open (the sidebar says why)."""
+    """The chosen graph opened, or None when there is none or it cannot open (said in a warning)."""
     handle = current_handle(cfg)
     try:
         return open_kg(cfg, handle) if handle is not None else None
-    except RetrievalError:
+    except RetrievalError as exc:
+        st.warning(f"Cannot open graph **{md_literal(handle.name if handle else '')}**: {md_literal(exc)}",
+                   icon=":material/error:")
         return None
 
 
@@ -237,6 +285,18 @@ def cross_encoder_status(cfg: Settings) -> Capability:
     return Capability("Cross-encoder", "off", _why(probe.reranker.reason), probe.reranker.reason)
 
 
+def unavailable_rerankers(cfg: Settings) -> dict[str, str]:
+    """The rerankers this configuration cannot run (name -> why): the cross-encoder that did not load, the LLM
+    without a key. A form does not pre-select them."""
+    out: dict[str, str] = {}
+    ce = cross_encoder_status(cfg)
+    if ce.state != "live":
+        out["cross_encoder"] = ce.detail if ce.state == "off" else f"{cfg.cross_encoder_model} is still loading"
+    if not cfg.gemini_enabled:
+        out["llm"] = "GEMINI_API_KEY is not set"
+    return out
+
+
 def gemini_status(cfg: Settings) -> Capability:
     if cfg.gemini_enabled:
         return Capability("Gemini", "live", cfg.gemini_model, "GEMINI_API_KEY is set")
@@ -312,6 +372,12 @@ def _view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ..
     return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
 
 
+def type_colors(kg: KG) -> dict[str, str]:
+    """Every entity type's colour in this graph (`ui_palette.type_palette` over its type counts), per version: the
+    same on every page, in every view and after every expansion."""
+    return type_palette(type_counts(kg)[0])
+
+
 def live_graph(kg: KG) -> LiveGraph:
     """The opened graph with its traversals cached per graph version, for the components that draw or grow a view."""
     return LiveGraph(
@@ -319,6 +385,7 @@ def live_graph(kg: KG) -> LiveGraph:
         bfs=lambda start, depth, direction, rels, budget: _bfs(kg, kg.version, start, depth, direction, rels, budget),
         expand=lambda node, budget, direction, rels: _expansion(kg, kg.version, node, budget, direction, rels),
         edges=lambda ids, rels: _view_edges(kg, kg.version, ids, rels),
+        colors=type_colors(kg),
     )
 
 

@@ -4,7 +4,7 @@ graph with its cached traversals. Plain data and callables, so that no component
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from retrieval.graph.runtime import KG
@@ -42,9 +42,11 @@ class EntityCatalog:
 class LiveGraph:
     """The opened graph behind a live graph view, with its traversals cached per graph version:
     `bfs(start, depth, direction, relation types, node budget)`, `expand(node, budget, direction, relation types)`
-    (one node's neighbours) and `edges(node ids, relation types)` (every relation among those nodes)."""
+    (one node's neighbours) and `edges(node ids, relation types)` (every relation among those nodes); `colors`,
+    every entity type's colour in this graph (`ui_palette.type_palette`)."""
 
     kg: KG
     bfs: Callable[[str, int, str, tuple[str, ...], int], TraversalResult]
     expand: Callable[[str, int, str, tuple[str, ...]], TraversalResult]
     edges: Callable[[tuple[str, ...], tuple[str, ...]], Subgraph]
+    colors: Mapping[str, str] = field(default_factory=dict)

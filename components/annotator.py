@@ -20,6 +20,10 @@ from ui_text import md_literal
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"
 KNOWN = "annotator-known"  # the browser has reported what it remembered (once per session)
+# The name as last typed or restored, kept in plain session state: a page switch made during a run (the graph's
+# "Use as path end" opens Paths) can reset the field's widget state while the box still shows the name, and the
+# memory would then erase it from the browser. The field is set back from here before it is drawn.
+NAME = "annotator-name"
 
 _MEMORY_JS = """
 export default function ({ data, setStateValue }) {
@@ -46,8 +50,13 @@ def _restore() -> None:
     if not isinstance(stored, str):
         return  # the browser has not reported yet: until it has, nothing is written to its storage
     if stored and not st.session_state.get(FIELD):
-        st.session_state[FIELD] = stored[:MAX_ANNOTATOR_CHARS]
+        st.session_state[FIELD] = st.session_state[NAME] = stored[:MAX_ANNOTATOR_CHARS]
     st.session_state[KNOWN] = True
+
+
+def _typed() -> None:
+    """The field's change callback: what the analyst typed is the name."""
+    st.session_state[NAME] = str(st.session_state.get(FIELD, "") or "")
 
 
 def annotator_error(raw: str) -> str | None:
@@ -71,8 +80,11 @@ def annotator_box() -> None:
         st.markdown("#### Labeling")
         if MEMORY in st.session_state:
             _restore()
+        kept = st.session_state.get(NAME)
+        if isinstance(kept, str) and st.session_state.get(FIELD, "") != kept:
+            st.session_state[FIELD] = kept  # the widget lost the name (a page switch): give it back
         st.text_input("Annotator", key=FIELD, placeholder="your name (empty: anonymous)",
-                      max_chars=MAX_ANNOTATOR_CHARS,
+                      max_chars=MAX_ANNOTATOR_CHARS, on_change=_typed,
                       help="Every grade you give is stored under this name; kept for this browser tab's session")
         raw = str(st.session_state.get(FIELD, "") or "")
         problem = annotator_error(raw)

@@ -186,7 +186,8 @@ class ImportSource:
 
 
 def import_source() -> ImportSource:
-    upload_tab, path_tab = st.tabs(["Upload .zip", "Server path"])
+    # keyed and tracked, so the rerun after an import keeps the tab the analyst imported from
+    upload_tab, path_tab = st.tabs(["Upload .zip", "Server path"], key="import-tab", on_change="rerun")
     with upload_tab:
         upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip")
     with path_tab:

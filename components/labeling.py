@@ -4,11 +4,12 @@ per-query progress, inter-annotator agreement with adjudication, and qrels expor
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
 
+from components import link_params
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
@@ -18,8 +19,9 @@ from retrieval.evaluation.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_i
 from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
 from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels
 from retrieval.graph.runtime import KG
+from retrieval.items import CHUNK_PREFIX
 from retrieval.search.modes import MODES
-from ui_text import clean, md_code, md_literal, short, slug
+from ui_text import clean, md_code, md_literal, reading, short, slug
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]
@@ -67,6 +69,11 @@ def choose_set(store: LabelStore) -> QuerySet | None:
     sets = {qs.name: n for qs, n in list_query_sets(store)}
     if not sets:
         return None
+    raw = st.query_params.get("set")
+    if raw is not None and raw not in sets:  # read before the widget is drawn: drawing it drops the bad value
+        link_params.render([link_params.note("set", f"{md_code(f'set={raw}')} in the link names no query set here "
+                                                    f"({', '.join(sets)}): {next(iter(sets))} is open.",
+                                             next(iter(sets)))])
     name = st.selectbox("Query set", list(sets), key="set", bind="query-params",
                         format_func=lambda n: f"{n} · {sets[n]} queries")
     return get_query_set(store, name) if name else None
@@ -79,8 +86,10 @@ def current_pool(store: LabelStore, qset: QuerySet, version: str) -> PoolInfo | 
         return None
 
 
-def render_pool(kg: KG, store: LabelStore, qset: QuerySet) -> None:
-    """The set's pool on this graph version, and the form that (re)builds it: depth, modes, rerankers."""
+def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[str, str] | None = None) -> None:
+    """The set's pool on this graph version, and the form that (re)builds it: depth, modes, rerankers. A reranker
+    in `unavailable` (name -> why) cannot run here: it is not pre-selected, and its option says so."""
+    unavailable = unavailable or {}
     info = current_pool(store, qset, kg.version)
     if info is None:
         st.info(f"**{md_literal(qset.name)}** has no pool on graph version {md_code(kg.version)} yet.",
@@ -93,8 +102,11 @@ def render_pool(kg: KG, store: LabelStore, qset: QuerySet) -> None:
     cols = st.columns([1, 3, 2], vertical_alignment="bottom")
     depth = cols[0].number_input("Depth", 1, MAX_DEPTH, 10, key="pool-depth", help="Each system's top k per query")
     modes = cols[1].multiselect("Search modes", MODES, default=list(MODES), key="pool-modes")
-    rerankers = cols[2].multiselect("Rerankers (facts pool of 50)", RERANKERS, default=list(RERANKERS[:4]),
-                                    key="pool-rerankers", help="A reranker that cannot run here is left out, said")
+    rerankers = cols[2].multiselect(
+        "Rerankers (facts pool of 50)", RERANKERS, default=[r for r in RERANKERS[:4] if r not in unavailable],
+        key="pool-rerankers", format_func=lambda r: f"{r} (cannot run here)" if r in unavailable else r,
+        help="  \n".join([f"{r}: {md_literal(why)}" for r, why in unavailable.items()]
+                         or ["Every reranker can run here"]))
     if st.button("Pool" if info is None else "Pool again", type="primary", key="pool-go", icon=":material/layers:",
                  disabled=not (modes or rerankers)):
         bar = st.progress(0.0, text="Pooling…")
@@ -122,7 +134,8 @@ def queue_rows(store: LabelStore, qset: QuerySet, target: GradeTarget, reveal: b
         where = " › ".join(x for x in (src.original_document, src.chapter) if x) if src else ""
         systems = sorted((it.systems or {}).items(), key=lambda kv: (kv[1], kv[0]))
         rows.append(GradeRow(
-            key=f"{it.query_id}|{it.item_id}", query=it.query, item_id=it.item_id, text=it.text,
+            key=f"{it.query_id}|{it.item_id}", query=it.query, item_id=it.item_id,
+            text=reading(it.text) if it.item_id.startswith(CHUNK_PREFIX) else it.text,
             rank=str(it.position + 1), head=f"{it.query_id} · {it.query}" if first else "", tags=(Tag(it.kind),),
             meta=where, scores=tuple((name, f"#{rank}") for name, rank in systems),
         ))

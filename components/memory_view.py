@@ -17,7 +17,7 @@ from components.trace import render_warnings
 from retrieval.errors import ValidationError
 from retrieval.explore.export import save_to_memory, stored_subgraph, to_graphml, to_json
 from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, list_tenants
-from retrieval.graph.traverse import MAX_DEPTH, Direction
+from retrieval.graph.traverse import MAX_DEPTH, Direction, chain, path_steps
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
 from ui_records import LiveGraph
 from ui_text import clean, md_code, md_literal, result_key, short
@@ -233,7 +233,8 @@ def traverse_form(memory: GraphMemory, g: StoredGraph) -> MemoryResult | None:
     assert t is not None
     render_warnings(t.warnings)
     st.markdown(f"**{t.showing}** nodes within {t.max_depth} hops of **{md_literal(names.get(t.start_id, ''))}**")
-    frame = pd.DataFrame([{"hops": p.hops, "reaches": clean(p.nodes[-1].name), "path": clean(p.text)} for p in t.paths],
+    frame = pd.DataFrame([{"hops": p.hops, "reaches": clean(p.nodes[-1].name),
+                           "path": clean(chain(path_steps(p.nodes, p.edges)))} for p in t.paths],
                          columns=["hops", "reaches", "path"])
     st.dataframe(frame, hide_index=True, height=min(38 + 35 * len(frame), 320),
                  column_config={"hops": st.column_config.NumberColumn(width=48),

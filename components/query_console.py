@@ -170,10 +170,13 @@ def render_console(cfg: Settings, live: LiveGraph, handle: GraphHandle) -> None:
     """Question to Cypher, examples, the editor, the last outcome (its graph drawn live) and the history."""
     render_natural_language(cfg, live.kg, handle)
     render_examples(cfg, live.kg)
+    # placeholders that read as hints, not as a query or values already filled in
     query = st.text_area("Cypher (one read statement)", key=QUERY, height=130,
-                         placeholder="MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b LIMIT 25")
+                         placeholder="Type a read statement, e.g. MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b "
+                                     "LIMIT 25 — or start from an example above")
     params = st.text_area("Parameters (a JSON object; sent as query parameters, never pasted into the text)",
-                          key=PARAMS, height=68, placeholder='{"name": "price elasticity"}')
+                          key=PARAMS, height=68,
+                          placeholder="Optional: a JSON object for the query's $names, e.g. {\"name\": \"…\"}")
     clicked = st.button("Run", type="primary", icon=":material/play_arrow:")  # an empty query gets its message
     if clicked or st.session_state.pop(RUN_NOW, False):
         run(cfg, handle, query, params)

@@ -34,9 +34,10 @@ with left:
     if not frame.empty:
         st.dataframe(frame, hide_index=True, column_config={"active": st.column_config.CheckboxColumn(width=56)})
         pick = st.selectbox("Graph", frame["graph"].tolist(), index=None, placeholder="Choose a graph to activate")
-        if st.button("Make active", disabled=pick is None) and pick:
+        if st.button("Make active", disabled=pick is None,
+                     help="The graph new sessions open with (this session switches to it too)") and pick:
             catalog.set_active(cfg.data_dir, pick)
-            st.query_params.pop("graph", None)
+            app_state.pick_graph(pick)
             st.rerun()
     demo_label = "Rebuild demo graph" if "demo" in frame["graph"].tolist() else "Build demo graph"
     if st.button(demo_label, type="primary", icon=":material/auto_awesome:", key="build-demo"):

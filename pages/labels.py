@@ -13,7 +13,6 @@ from components.annotator import grading_target
 cfg = app_state.settings()
 st.markdown("### Labeling")
 handle, kg = app_state.page_graph(cfg, "label")
-st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
 labels = partial(app_state.label_store, cfg)
 target = grading_target(labels, kg.version, required=True)
 qset = lab.choose_set(target.store)
@@ -26,7 +25,7 @@ queue_tab, sets_tab, agree_tab, export_tab = st.tabs(["Queue", "Query sets and p
 with queue_tab:
     lab.render_queue(target.store, qset, target)
 with sets_tab:
-    lab.render_pool(kg, target.store, qset)
+    lab.render_pool(kg, target.store, qset, app_state.unavailable_rerankers(cfg))
     lab.render_query_set_import(labels)
 with agree_tab:
     lab.render_agreement(target.store, qset, kg.version)

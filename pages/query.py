@@ -13,7 +13,6 @@ cfg = app_state.settings()
 st.markdown("### Query the graph")
 handle, kg = app_state.page_graph(cfg, "query")
 
-st.query_params["graph"] = handle.name
 engine = "Kuzu, opened read-only for each query" if cfg.graph_backend == "kuzu" else "FalkorDB, through GRAPH.RO_QUERY"
 st.caption(f"Cypher on graph **{md_literal(handle.name)}** ({engine}): a write is refused by the engine. Each query "
            f"stops after {TIMEOUT_MS / 1000:g} s and shows at most {MAX_ROWS:,} rows.")

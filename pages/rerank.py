@@ -25,7 +25,6 @@ view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()
-st.query_params["graph"] = handle.name
 knobs = view.what_if(req.kind)
 try:
     kg = app_state.open_kg(cfg, handle)

@@ -42,7 +42,9 @@ def test_shell_sidebar_shows_graph_backends_and_capabilities(app_env: Path) -> N
     at = run_page()
     side = "\n".join(m.value for m in at.sidebar.markdown) + "\n".join(c.value for c in at.sidebar.caption)
     assert "**demo** · version" in side
-    assert "entities" in side and "relations" in side
+    picker = at.sidebar.radio(key="graph-picker")  # every graph with its counts, the one in use picked
+    assert picker.value == "demo" and set(picker.options) >= {"demo", HOSTILE_GRAPH}
+    assert any("entities" in c and "relations" in c for c in picker.proto.captions)
     assert "Kuzu" in side and "Milvus Lite" in side
     assert "Gemini: no key" in side and "Cross-encoder:" in side  # st.badge renders as Markdown
 
@@ -103,7 +105,7 @@ def test_cli_command_quotes_every_word(text: str, tmp_path: Path) -> None:
 
 def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:
     at = run_page(q="Who does Eve Evilname know?", graph=HOSTILE_GRAPH)
-    assert "**hostile** · version" in "\n".join(m.value for m in at.sidebar.markdown)
+    assert "**hostile** · version" in "\n".join(c.value for c in [*at.sidebar.markdown, *at.sidebar.caption])
     names = [n["n"] for g in graph_payloads(at) for n in g["nodes"]]  # type: ignore[union-attr]
     assert any(IMG in n for n in names)  # the raw name as data: the browser sets it as text, never as HTML
     assert all(IMG not in m.value and "<script" not in m.value for m in at.markdown)
