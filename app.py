@@ -6,17 +6,14 @@ from pathlib import Path
 
 import streamlit as st
 
-import app_state
-from components import communities_view, graph_live, link_params, paths_view, rerank_view, search_form
-from components.sidebar import render_sidebar
-
 ASSETS = Path(__file__).parent / "components" / "assets"
 
-# A local icon: a ":material/...:" page icon makes the browser fetch the favicon from fonts.gstatic.com.
-st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
-
-cfg = app_state.settings()
-# Search is served at the app's root; its own name, /search, is an alias that opens it with the link's parameters.
+# st.navigation is the first Streamlit call, before the page config and the shell's imports: a server's first run
+# starts in Streamlit's older pages-folder mode (there is a pages/ folder) until this call turns it off for the
+# process, and a click that reruns before it (any st call is a point where a rerun takes over; a cold start imports
+# for seconds) would leave every session in that mode: pages run without this shell (no graph picker, no graph
+# view library). Search is served at the app's root; its own name, /search, is an alias that opens it with the
+# link's parameters.
 search_page = st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="kg-search", default=True)
 
 
@@ -42,6 +39,14 @@ nav = st.navigation(
         "Manage": [data_page],
     }
 )
+# A local icon: a ":material/...:" page icon makes the browser fetch the favicon from fonts.gstatic.com.
+st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+
+import app_state  # noqa: E402 - after st.navigation, see above
+from components import communities_view, graph_live, link_params, paths_view, rerank_view, search_form  # noqa: E402
+from components.sidebar import render_sidebar  # noqa: E402
+
+cfg = app_state.settings()
 # The bound widgets of the pages whose question and settings belong to the graph they were made on.
 PAGE_PARAMS = {"": search_form.PARAMS, "paths": paths_view.PARAMS, "rerank": rerank_view.PARAMS,
                "communities": communities_view.PARAMS}

@@ -21,10 +21,12 @@ from retrieval.evaluation.querysets import import_queries
 from tests.app.graphs import DEMO_QUESTION, HOSTILE_GRAPH
 from tests.browser.conftest import (
     FRESH_GRAPH_DRAWN,
+    VIEWPORT,
     graph_data,
     mark_graphs_stale,
     node_point,
     settle,
+    streamlit_app,
     wait_graph_drawn,
 )
 from tests.browser.test_import_formats import ENABLED
@@ -83,6 +85,15 @@ def notices(page: Any) -> list[str]:
 
 def session_annotator(page: Any) -> str | None:
     return page.evaluate("() => sessionStorage.getItem('kglens.annotator')")  # type: ignore[no-any-return]
+
+
+def close_panel(page: Any) -> None:
+    """Close the graph's details panel if it is open (the expansion's double-click opened it)."""
+    close = page.locator(".kgv-root .kgv-panel:not([hidden]) .kgv-close")
+    if close.count():
+        close.first.click()
+        page.locator(".kgv-root .kgv-panel").first.wait_for(state="hidden", timeout=10_000)
+        time.sleep(0.3)
 
 
 def right_click_menu(page: Any, node: str, item: str) -> None:
@@ -196,7 +207,7 @@ def test_facts_read_one_way_types_keep_their_colour_and_the_graph_keeps_its_room
     # item 7: a type keeps its colour after an expansion and on another page
     before = page.evaluate(LEGEND, "kg-search")
     rev = graph_data(page)["kgRev"]
-    pt = node_point(page, "brand-awareness")
+    pt = node_point(page, "brand-trust")  # its neighbours make concepts outnumber the metrics the view had most of
     page.mouse.dblclick(pt["x"], pt["y"])
     page.wait_for_function("r => { const d = document.querySelector('.kgv-root').dataset;"
                            " return d.kgRev !== r && d.kgDrawn === d.kgRev; }", arg=rev, timeout=30_000)
@@ -205,6 +216,7 @@ def test_facts_read_one_way_types_keep_their_colour_and_the_graph_keeps_its_room
     check(not changed, f"item 7: an expansion recoloured types: {changed}")
 
     # item 9: the details panel does not take the graph's room; a found node is centred in the visible part
+    close_panel(page)
     canvas = page.evaluate(CANVAS_BOX)
     pt = node_point(page, "conversion-rate")
     page.mouse.click(pt["x"], pt["y"])
@@ -213,6 +225,7 @@ def test_facts_read_one_way_types_keep_their_colour_and_the_graph_keeps_its_room
     opened = page.evaluate(CANVAS_BOX)
     check(abs(opened["width"] - canvas["width"]) < 2 and abs(opened["height"] - canvas["height"]) < 2,
           f"item 9: the details panel took the graph's room: {canvas} -> {opened}")
+    close_panel(page)
     find = page.locator(".kgv-root .kgv-find")
     find.fill("consideration set")
     find.press("Enter")
@@ -330,3 +343,20 @@ def test_a_missing_capability_is_said_once_and_the_smaller_frictions_are_gone(
     assert page.dialogs == [] and egress(page.requests, app_url) == []
     check.done()
 
+
+
+def test_a_click_during_a_cold_first_view_keeps_the_app_shell(browser: Any, tmp_path: Path) -> None:
+    """Found while recording the walkthrough: on a fresh server, a click on a sidebar link during the first view left
+    every session in Streamlit's older pages-folder mode: pages ran without the app shell (no graph picker, no graph
+    view library, so no graph was ever drawn). The shell now calls st.navigation before anything else."""
+    data_dir = tmp_path / "kg"  # empty: this server opens no graph and shares no store with the session's server
+    with streamlit_app(data_dir, tmp_path / "server.log") as url:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.goto(url + "/")
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name="Data").click()  # at once, as an impatient user
+        page.get_by_text("Import a graph").wait_for(timeout=90_000)
+        page.get_by_test_id("stSidebar").get_by_text("Back ends").wait_for(timeout=30_000)
+        nav = page.get_by_test_id("stSidebarNav").inner_text()
+        assert "Explore" in nav and "Manage" in nav, f"the app shell's navigation is gone: {nav!r}"
+        context.close()
