@@ -46,6 +46,7 @@ class Settings:
     chunk_overlap: int = 40  # documents format: tokens shared by consecutive chunks of a chapter
     extract_workers: int = 4  # documents format: Gemini extraction calls at a time
     offline_noun_phrases: bool = False  # documents format, offline extractor: noun phrases named by 2+ chunks too
+    access_file: str = ""  # team mode: the TOML file granting roles per graph and tenant (empty: local mode)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -68,6 +69,7 @@ class Settings:
             "chunk_overlap": _int(env, "KG_CHUNK_OVERLAP", 40),
             "extract_workers": _int(env, "KG_EXTRACT_WORKERS", 4),
             "offline_noun_phrases": env.get("KG_OFFLINE_NOUN_PHRASES", "").lower() in ("1", "true", "yes", "on"),
+            "access_file": env.get("KG_ACCESS_FILE", ""),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["data_dir"] = Path(values["data_dir"])

@@ -29,3 +29,7 @@ class StoreError(RetrievalError):
 
 class NotFoundError(RetrievalError, LookupError):
     """A graph, entity or stored item does not exist."""
+
+
+class AccessDenied(RetrievalError, PermissionError):
+    """The signed-in user's roles do not allow an action; the message names the role it needs."""
