@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import streamlit as st
@@ -10,7 +11,9 @@ import app_state
 from components import graph_live
 from components.graph_data import warm_layout
 from components.sidebar import render_sidebar
+from components.signin import render_sign_in
 from retrieval.errors import RetrievalError
+from ui_records import SignIn
 from ui_text import md_literal
 
 ASSETS = Path(__file__).parent / "components" / "assets"
@@ -19,7 +22,14 @@ ASSETS = Path(__file__).parent / "components" / "assets"
 st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 
 cfg = app_state.settings()
+gate = app_state.access(cfg)
+if isinstance(gate, SignIn):  # team mode, nobody signed in (or not allowed in): no page, no graph, no data
+    render_sign_in(gate, partial(app_state.sign_out, cfg))
+    st.stop()
 data_page = st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="data")
+manage = [data_page]
+if not gate.identity.local and gate.allows("audit"):  # team mode's admins; local mode keeps no log
+    manage.append(st.Page("pages/audit.py", title="Audit log", icon=":material/policy:", url_path="audit"))
 nav = st.navigation(
     {
         "Explore": [
@@ -33,12 +43,13 @@ nav = st.navigation(
             st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
             st.Page("pages/labels.py", title="Labeling", icon=":material/checklist:", url_path="labels"),
         ],
-        "Manage": [data_page],
+        "Manage": manage,
     }
 )
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 handle = app_state.current_handle(cfg)
-render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page)
+render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page,
+               app_state.signed(gate, handle), partial(app_state.sign_out, cfg))
 with st.sidebar:
     graph_live.load_library()  # vis-network, sent once per browser session (components/graph_live.py)
 if handle is not None:

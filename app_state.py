@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from retrieval.access import LOCAL_GATE, AccessPolicy, AuditLog, Gate, identity_for, load_policy
 from retrieval.config import DEMO_DIR, Settings
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.errors import NotFoundError, RetrievalError
+from retrieval.errors import AccessDenied, ConfigError, NotFoundError, RetrievalError
 from retrieval.evaluation.evaluate import EvalReport, evaluate, rerank_runs
 from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
 from retrieval.evaluation.labels import Label, LabelStore
@@ -33,7 +34,7 @@ from retrieval.search import modes
 from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
-from ui_records import Capability, EntityCatalog, LiveGraph
+from ui_records import Capability, EntityCatalog, LiveGraph, Signed, SignIn
 from ui_text import entity_label, md_code, md_literal
 
 
@@ -44,31 +45,154 @@ def settings() -> Settings:
     return st.session_state["settings"]
 
 
+# --- who is working: local mode (one user, `local`, every role) or team mode (OIDC sign-in + the access file) ----
+
+LOGIN_AUDITED = "access-login"  # session_state: the identity whose sign-in this session has logged
+GRAPH_CHOICE = "graph-choice"  # session_state: the graph this user opened for themselves (team mode, Data page)
+REFUSED_LINK = "access-refused-link"  # session_state: the last `?graph=` refused (logged once, not on every rerun)
+
+
+def _auth_table() -> Mapping[str, object] | None:
+    """The `[auth]` table of the secrets (`.streamlit/secrets.toml`, or `--secrets.files`), or None."""
+    if not st.secrets.load_if_toml_exists() or "auth" not in st.secrets:
+        return None
+    table = st.secrets["auth"]
+    return table if isinstance(table, Mapping) else None
+
+
+def providers(auth: Mapping[str, object]) -> tuple[tuple[str | None, str], ...]:
+    """The sign-in buttons: one per named provider table ([auth.NAME]), or the [auth] table's own provider."""
+    named = [(k, k.capitalize()) for k, v in auth.items() if isinstance(v, Mapping) and "client_id" in v]
+    return tuple(named) if named else ((None, "your organisation's account"),)
+
+
+def team_problem(cfg: Settings, auth: Mapping[str, object] | None) -> str:
+    """What is missing from a team set-up ('' when complete). Either half alone is refused, never served open."""
+    if auth is None:
+        return ("KG_ACCESS_FILE is set, but the secrets have no [auth] table: team mode needs both (README, "
+                "Deploy for a team). Nothing is shown until it is complete.")
+    if not cfg.access_file:
+        return ("The secrets have an [auth] table, but KG_ACCESS_FILE is not set: team mode needs an access file "
+                "granting roles (README, Deploy for a team). Nothing is shown until it is complete.")
+    return ""
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _policy(path: str, stamp: tuple[int, int]) -> AccessPolicy:
+    return load_policy(Path(path))
+
+
+def policy(cfg: Settings) -> AccessPolicy:
+    """The access file, read again whenever it changes (a revoked grant holds from the user's next click)."""
+    path = Path(cfg.access_file)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"access file {path}: {exc.strerror or exc}") from exc
+    return _policy(str(path), (stat.st_mtime_ns, stat.st_size))
+
+
+@st.cache_resource(show_spinner=False)
+def _audit_log(data_dir: str) -> AuditLog:
+    return AuditLog.in_data_dir(Path(data_dir))
+
+
+def audit_log(cfg: Settings) -> AuditLog:
+    """One audit log (DATA_DIR/audit.sqlite) per data dir for this server process."""
+    return _audit_log(str(cfg.data_dir))
+
+
+def access(cfg: Settings) -> Gate | SignIn:
+    """Who this session is: the gate it acts through, or what the sign-in page shows instead of any data.
+
+    Local mode (no `[auth]` table, no KG_ACCESS_FILE): `local`, with every role and no audit log. Team mode: the
+    signed-in user's roles from the access file; their first run in a session logs the sign-in."""
+    auth = _auth_table()
+    if auth is None and not cfg.access_file:
+        return LOCAL_GATE
+    problem = team_problem(cfg, auth)
+    if problem:
+        return SignIn(problem=problem)
+    if not st.user.is_logged_in:
+        return SignIn(providers(auth or {}))
+    try:
+        log = audit_log(cfg)
+        identity = identity_for(policy(cfg), st.user.to_dict())
+    except (AccessDenied, ConfigError) as exc:
+        return SignIn(problem=str(exc), who=str(st.user.get("email") or st.user.get("sub") or ""))
+    if st.session_state.get(LOGIN_AUDITED) != identity.key:
+        outcome = "ok" if identity.granted else "refused"
+        log.record(identity.key, "login", outcome=outcome, detail=f"groups: {', '.join(identity.groups) or 'none'}")
+        st.session_state[LOGIN_AUDITED] = identity.key
+    if not identity.granted:
+        return SignIn(problem=f"You are signed in as {identity.key}, but the access file grants you no role on any "
+                              "graph or tenant. Ask an admin to add you or one of your groups.", who=identity.key)
+    return Gate(identity, log)
+
+
+def gate(cfg: Settings) -> Gate:
+    """The session's gate (the app shell has shown the sign-in page and stopped when there is none)."""
+    found = access(cfg)
+    if isinstance(found, SignIn):
+        st.stop()
+    assert isinstance(found, Gate)
+    return found
+
+
+def sign_out(cfg: Settings) -> None:
+    """Log the sign-out, then end the session's login (Streamlit clears its cookie and asks the provider)."""
+    found = access(cfg)
+    if isinstance(found, Gate) and found.audit is not None:
+        found.record("logout")
+    elif isinstance(found, SignIn) and found.who:
+        audit_log(cfg).record(found.who, "logout")
+    st.session_state.pop(LOGIN_AUDITED, None)
+    st.logout()
+
+
+def signed(allowed: Gate, handle: catalog.GraphHandle | None) -> Signed | None:
+    """Team mode: who is signed in, their role on the open graph and whether they may grade it (None: local mode)."""
+    if allowed.identity.local:
+        return None
+    name = handle.name if handle is not None else None
+    role = allowed.identity.role("graph", name) if name else None
+    return Signed(allowed.identity.key, allowed.identity.name, role.label if role else "",
+                  allowed.permit("grade", graph=name))
+
+
 def graph_names(cfg: Settings) -> list[str]:
-    return catalog.list_graphs(cfg.data_dir)
+    """The graphs of the data directory this user may open (every graph in local mode)."""
+    allowed = gate(cfg)
+    return [n for n in catalog.list_graphs(cfg.data_dir) if allowed.allows("view", graph=n)]
 
 
 def chosen_graph(cfg: Settings) -> str | None:
-    """`?graph=NAME` in the URL (so a copied link names its graph), else KG_GRAPH, else the active graph."""
+    """`?graph=NAME` in the URL (so a copied link names its graph), else the graph this user opened, else KG_GRAPH,
+    else the active graph; in team mode only among the graphs the user may open."""
     names = graph_names(cfg)
-    wanted = st.query_params.get("graph")
-    if wanted in names:
-        return wanted
-    if cfg.graph_name in names:
-        return cfg.graph_name
-    return catalog.active_name(cfg.data_dir)
+    for wanted in (st.query_params.get("graph"), st.session_state.get(GRAPH_CHOICE), cfg.graph_name):
+        if wanted in names:
+            return wanted
+    active = catalog.active_name(cfg.data_dir)
+    return active if active in names else (names[0] if names else None)
 
 
 def graph_notice(cfg: Settings) -> str:
-    """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
+    """Why `?graph=NAME` in the link cannot be used (no such graph here, or, in team mode, none this user may open:
+    the two read alike, so a link cannot probe for names) and which graph is shown, or ''."""
     wanted = st.query_params.get("graph")
     names = graph_names(cfg)
     if wanted is None or wanted in names:
         return ""
+    allowed = gate(cfg)
+    if not allowed.identity.local and st.session_state.get(REFUSED_LINK) != wanted:
+        allowed.record("view", graph=wanted, outcome="refused", detail="a link named a graph this user may not open")
+        st.session_state[REFUSED_LINK] = wanted
     name = chosen_graph(cfg)
     shown = f"graph **{md_literal(name)}** is shown" if name else "no graph is open"
     have = ", ".join(md_literal(n) for n in names) or "none"
-    return f"{md_code(f'graph={wanted}')} in the link names no graph in this data directory ({have}): {shown}."
+    where = "in this data directory" if allowed.identity.local else "that you may open"
+    return f"{md_code(f'graph={wanted}')} in the link names no graph {where} ({have}): {shown}."
 
 
 def current_handle(cfg: Settings) -> catalog.GraphHandle | None:
@@ -376,8 +500,11 @@ def _memory(_cfg: Settings, data_dir: str) -> GraphMemory:
 
 
 def memory_store(cfg: Settings) -> GraphMemory:
-    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up."""
-    return _memory(cfg, str(cfg.data_dir))
+    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up; in team mode
+    seen through this user's gate (every operation authorised for the tenant it names)."""
+    memory = _memory(cfg, str(cfg.data_dir))
+    allowed = gate(cfg)
+    return memory if allowed.identity.local else memory.as_user(allowed)
 
 
 # --- Rerank Inspector: the cached retrieval (counted), rerankers per graph version ------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from components.upload import safe_extract_zip
+from retrieval.access import Gate, Permit
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
@@ -22,6 +24,7 @@ from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import build_graph
 from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.versions import delete_graph
 from retrieval.models import GraphStats
 from ui_text import md_code, md_literal
 
@@ -85,12 +88,16 @@ def run_ingest(
     *,
     mapping: dict[str, str] | None = None,
     shown_as: tuple[Path, str] | None = None,
+    permit: Permit | None = None,
 ) -> None:
     """Parse, embed and build graph `name` with stage-by-stage progress, then rerun the page so the new graph is
     listed at once; errors are shown (archive member paths, never the temporary folder), not raised.
 
-    `shown_as` = (temporary folder, archive name) maps extracted paths back to the archive's members.
+    `shown_as` = (temporary folder, archive name) maps extracted paths back to the archive's members. `permit`
+    (importing `name`) is checked before anything is read, and the import it allowed is logged.
     """
+    if not permitted(permit, name):
+        return
     board = StageBoard(f"Importing {name}…")
     try:
         options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
@@ -101,6 +108,9 @@ def run_ingest(
         board.finish(False)
         show_ingest_error(exc, shown_as)
         return
+    if permit is not None:
+        permit.record(f"version {result.version}{' (unchanged)' if result.unchanged else ''} from "
+                      f"{relabel(str(path), shown_as)}")
     st.session_state[DONE_KEY] = {
         "name": result.name, "version": result.version, "unchanged": result.unchanged,
         "summary": relabel(result.summary(), shown_as), "warnings": [relabel(w, shown_as) for w in result.warnings],
@@ -153,11 +163,11 @@ def render_stats(stats: GraphStats) -> None:
     )
 
 
-def graphs_frame(data_dir: Path) -> pd.DataFrame:
-    """One row per graph of the data directory, from the manifests (no store is opened)."""
+def graphs_frame(data_dir: Path, names: list[str]) -> pd.DataFrame:
+    """One row per graph `names` lists (those this user may open), from the manifests (no store is opened)."""
     active = catalog.active_name(data_dir)
     rows = []
-    for name in catalog.list_graphs(data_dir):
+    for name in names:
         try:
             h = catalog.resolve(data_dir, name)
         except RetrievalError:
@@ -202,12 +212,15 @@ def import_source() -> ImportSource:
 
 
 def run_import(
-    cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str]
+    cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str],
+    permit: Permit | None = None,
 ) -> None:
     """Extract an upload safely into a temp dir (removed afterwards), or read the server folder, then ingest."""
+    if not permitted(permit, name):
+        return
     if source.upload is None:
         if source.folder:
-            run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping)
+            run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping, permit=permit)
         return
     with tempfile.TemporaryDirectory(prefix="kg-upload-") as tmp:
         try:
@@ -216,10 +229,68 @@ def run_import(
             st.error(f"**Upload rejected:** {md_literal(exc)}", icon=":material/error:")
             return
         run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping,
-                          shown_as=(Path(tmp), source.upload.name))
+                   shown_as=(Path(tmp), source.upload.name), permit=permit)
 
 
 def name_hint(hint: str) -> str:
     return default_name(Path(hint or "graph"))
 
 
+
+
+def permitted(permit: Permit | None, name: str) -> bool:
+    """Check an action on the server before it runs (a refusal is shown and logged); True when it may go on."""
+    if permit is None:
+        return True
+    try:
+        permit.check(name)
+    except RetrievalError as exc:
+        st.error(md_literal(exc), icon=":material/lock:")
+        return False
+    return True
+
+
+def render_graph_actions(cfg: Settings, gate: Gate, names: list[str], choose: Callable[[str], None] | None) -> None:
+    """Pick a graph, then: open it for yourself (team mode: `choose`), make it active for everyone, delete it (each
+    checked on the server and logged; a button this user's role does not allow is drawn disabled, saying why)."""
+    pick = st.selectbox("Graph", names, index=None, placeholder="Choose a graph to activate", key="graph-pick")
+    activate, delete = gate.permit("activate", graph=pick), gate.permit("delete", graph=pick)
+    row = st.container(horizontal=True)
+    if choose is not None and row.button("Open for me", disabled=pick is None, key="graph-open") and pick:
+        choose(pick)
+        st.query_params.pop("graph", None)
+        st.rerun()
+    label = "Make active" if choose is None else "Make active for everyone"
+    if row.button(label, disabled=pick is None or not activate.allowed, help=activate.refusal or None,
+                  key="graph-activate") and pick and permitted(activate, pick):
+        catalog.set_active(cfg.data_dir, pick)
+        activate.record()
+        st.query_params.pop("graph", None)
+        st.rerun()
+    asked = st.session_state.get("graph-delete-ask")
+    if row.button("Delete…", disabled=pick is None or not delete.allowed, help=delete.refusal or None,
+                  icon=":material/delete:", key="graph-delete") and pick and permitted(delete, pick):
+        st.session_state["graph-delete-ask"] = asked = pick
+    if asked and asked == pick:
+        render_delete_confirm(cfg, delete, pick)
+
+
+def render_delete_confirm(cfg: Settings, delete: Permit, name: str) -> None:
+    """The second step of deleting a graph: every version goes, for everyone."""
+    st.warning(f"Delete graph **{md_literal(name)}** and every version of it, for everyone?", icon=":material/warning:")
+    yes, no = st.columns(2)
+    if yes.button("Delete graph", type="primary", icon=":material/delete_forever:", key="graph-delete-yes") \
+            and permitted(delete, name):
+        st.session_state.pop("graph-delete-ask", None)
+        try:
+            removed = delete_graph(cfg, name)
+        except RetrievalError as exc:
+            st.error(f"Cannot delete graph **{md_literal(name)}**: {md_literal(exc)}", icon=":material/error:")
+            return
+        delete.record(f"{len(removed)} version(s) removed")
+        st.query_params.pop("graph", None)
+        st.toast(f"Deleted graph {name}", icon=":material/delete:")
+        st.rerun()
+    if no.button("Cancel", key="graph-delete-no"):
+        st.session_state.pop("graph-delete-ask", None)
+        st.rerun()

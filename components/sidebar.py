@@ -10,7 +10,7 @@ import streamlit as st
 from components.annotator import annotator_box
 from retrieval.config import Settings
 from retrieval.graph.catalog import GraphHandle
-from ui_records import Capability
+from ui_records import Capability, Signed
 from ui_text import md_code, md_literal
 
 BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
@@ -55,9 +55,11 @@ def render_capabilities(read: Callable[[], Sequence[Capability]]) -> None:
 
 
 def render_sidebar(
-    cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any
+    cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any,
+    who: Signed | None = None, sign_out: Callable[[], None] | None = None,
 ) -> None:
-    """Graph identity first (what am I looking at), then the stack, then the optional capabilities."""
+    """Graph identity first (what am I looking at), then the stack, then the optional capabilities, then who grades
+    (team mode: `who`, the signed-in user)."""
     with st.sidebar:
         st.markdown("#### Graph")
         if handle is None:
@@ -73,4 +75,4 @@ def render_sidebar(
         st.markdown("#### Capabilities")
         render_capabilities(capabilities)
         st.caption(f"data dir {md_code(cfg.data_dir)}")
-    annotator_box()
+    annotator_box(who, sign_out)
