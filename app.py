@@ -21,14 +21,12 @@ ASSETS = Path(__file__).parent / "components" / "assets"
 # A local icon: a ":material/...:" page icon makes the browser fetch the favicon from fonts.gstatic.com.
 st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 
-cfg = app_state.settings()
+cfg = app_state.shell_settings()
 gate = app_state.access(cfg)
-if isinstance(gate, SignIn):  # team mode, nobody signed in (or not allowed in): no page, no graph, no data
-    render_sign_in(gate, partial(app_state.sign_out, cfg))
-    st.stop()
+signed_out = isinstance(gate, SignIn)  # team mode, nobody signed in (or not allowed in)
 data_page = st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="data")
 manage = [data_page]
-if not gate.identity.local and gate.allows("audit"):  # team mode's admins; local mode keeps no log
+if not signed_out and not gate.identity.local and gate.allows("audit"):  # team mode's admins; local mode logs nothing
     manage.append(st.Page("pages/audit.py", title="Audit log", icon=":material/policy:", url_path="audit"))
 nav = st.navigation(
     {
@@ -44,8 +42,12 @@ nav = st.navigation(
             st.Page("pages/labels.py", title="Labeling", icon=":material/checklist:", url_path="labels"),
         ],
         "Manage": manage,
-    }
+    },
+    position="hidden" if signed_out else "sidebar",
 )
+if isinstance(gate, SignIn):  # the pages are known (a deep link is no "page not found") but none runs: no data
+    render_sign_in(gate, partial(app_state.sign_out, cfg))
+    st.stop()
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 handle = app_state.current_handle(cfg)
 render_sidebar(cfg, handle, lambda: [app_state.gemini_status(cfg), app_state.cross_encoder_status(cfg)], data_page,

@@ -34,15 +34,30 @@ from retrieval.search import modes
 from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
-from ui_records import Capability, EntityCatalog, LiveGraph, Signed, SignIn
+from ui_records import SIGNED, Capability, EntityCatalog, LiveGraph, Signed, SignIn
 from ui_text import entity_label, md_code, md_literal
 
 
-def settings() -> Settings:
-    """Settings built once per session from the environment (KG_* variables)."""
+def shell_settings() -> Settings:
+    """Settings built once per session from the environment (KG_* variables), for the app shell (which shows the
+    sign-in page itself)."""
     if "settings" not in st.session_state:
         st.session_state["settings"] = Settings.from_env()
     return st.session_state["settings"]
+
+
+def settings() -> Settings:
+    """A page's first call: the Settings, once this session may see data (team mode: signed in and granted a role);
+    otherwise the page stops here, before drawing anything. Streamlit runs a page without app.py when a URL names it
+    before any run of app.py has called st.navigation (it takes the `pages/` folder for an old-style multipage app):
+    such a run must not get past this either."""
+    cfg = shell_settings()
+    who = signed(gate(cfg), current_handle(cfg))
+    if who is None:
+        st.session_state.pop(SIGNED, None)
+    else:  # who grades on this page: the signed-in identity (set here, not by the shell: a page may run without it)
+        st.session_state[SIGNED] = who
+    return cfg
 
 
 # --- who is working: local mode (one user, `local`, every role) or team mode (OIDC sign-in + the access file) ----

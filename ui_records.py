@@ -62,6 +62,10 @@ class SignIn:
     who: str = ""  # signed in, but the access file grants them nothing
 
 
+SIGNED = "annotator-signed"  # session_state: team mode's Signed for this page run, set by app_state.settings (not a
+# widget key: no message from the browser can set it); absent in local mode
+
+
 @dataclass(frozen=True)
 class Signed:
     """Team mode: the signed-in user (grades are stored under `key`), their role on the open graph, and the permit

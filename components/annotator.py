@@ -16,14 +16,12 @@ import streamlit as st
 from components.grader import GradeTarget
 from retrieval.errors import RetrievalError, ValidationError
 from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, LabelStore, normalize_annotator
-from ui_records import Signed
+from ui_records import SIGNED, Signed
 from ui_text import md_literal
 
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"
 KNOWN = "annotator-known"  # the browser has reported what it remembered (once per session)
-SIGNED = "annotator-signed"  # team mode: this run's signed-in grader, set by the sidebar (not a widget: no browser
-# message can set it)
 
 _MEMORY_JS = """
 export default function ({ data, setStateValue }) {
@@ -82,7 +80,6 @@ def annotator_box(who: Signed | None = None, sign_out: Callable[[], None] | None
     """Local mode: the sidebar field, and the component that remembers it in sessionStorage. Team mode (`who`): the
     signed-in identity, their role on the open graph, and a sign-out button."""
     if who is not None:
-        st.session_state[SIGNED] = who
         with st.sidebar:
             st.markdown("#### Signed in")
             st.markdown(f"**{md_literal(who.display)}**" + (f" · {md_literal(who.key)}" if who.display != who.key
@@ -93,7 +90,6 @@ def annotator_box(who: Signed | None = None, sign_out: Callable[[], None] | None
             if sign_out is not None:
                 st.button("Sign out", icon=":material/logout:", on_click=sign_out, key="sign-out")
         return
-    st.session_state.pop(SIGNED, None)
     with st.sidebar:
         st.markdown("#### Labeling")
         if MEMORY in st.session_state:
