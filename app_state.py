@@ -10,12 +10,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from retrieval.access import LOCAL_GATE, AccessPolicy, AuditLog, Gate, identity_for, load_policy
+from retrieval.access import LOCAL_GATE, AccessPolicy, AuditLog, Gate, Identity, identity_for, load_policy
 from retrieval.config import DEMO_DIR, Settings
 from retrieval.embedding import Embedder, load_embedder
 from retrieval.errors import AccessDenied, ConfigError, NotFoundError, RetrievalError
@@ -136,13 +137,21 @@ def access(cfg: Settings) -> Gate | SignIn:
     except (AccessDenied, ConfigError) as exc:
         return SignIn(problem=str(exc), who=str(st.user.get("email") or st.user.get("sub") or ""))
     if st.session_state.get(LOGIN_AUDITED) != identity.key:
-        outcome = "ok" if identity.granted else "refused"
-        log.record(identity.key, "login", outcome=outcome, detail=f"groups: {', '.join(identity.groups) or 'none'}")
+        log_sign_in(log, identity, st.user.get("iat"))
         st.session_state[LOGIN_AUDITED] = identity.key
     if not identity.granted:
         return SignIn(problem=f"You are signed in as {identity.key}, but the access file grants you no role on any "
                               "graph or tenant. Ask an admin to add you or one of your groups.", who=identity.key)
     return Gate(identity, log)
+
+
+def log_sign_in(log: AuditLog, identity: Identity, issued: object) -> None:
+    """Log a sign-in once: each page load is a new Streamlit session on the same sign-in (the ID token's `iat`)."""
+    when = datetime.fromtimestamp(issued, UTC).isoformat() if isinstance(issued, int | float) else "unknown"
+    detail = f"token issued {when}; groups: {', '.join(identity.groups) or 'none'}"
+    last = log.last(identity.key, "login")
+    if last is None or last.detail != detail:
+        log.record(identity.key, "login", outcome="ok" if identity.granted else "refused", detail=detail)
 
 
 def gate(cfg: Settings) -> Gate:

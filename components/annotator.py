@@ -17,7 +17,7 @@ from components.grader import GradeTarget
 from retrieval.errors import RetrievalError, ValidationError
 from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, LabelStore, normalize_annotator
 from ui_records import SIGNED, Signed
-from ui_text import md_literal
+from ui_text import md_code, md_literal
 
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"
@@ -82,7 +82,7 @@ def annotator_box(who: Signed | None = None, sign_out: Callable[[], None] | None
     if who is not None:
         with st.sidebar:
             st.markdown("#### Signed in")
-            st.markdown(f"**{md_literal(who.display)}**" + (f" · {md_literal(who.key)}" if who.display != who.key
+            st.markdown(f"**{md_literal(who.display)}**" + (f" · {md_code(who.key)}" if who.display != who.key
                                                                 else ""))
             st.caption(f"{md_literal(who.role)} on this graph" if who.role else "no role on this graph")
             if not who.grade.allowed:

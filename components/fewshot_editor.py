@@ -41,9 +41,9 @@ def render_fewshot_editor(cfg: Settings, graph: str, permit: Permit) -> None:
         cypher = st.text_area("Cypher (optional)", value=chosen.cypher if chosen else "", max_chars=LIMITS["cypher"],
                               help="A read query answering the question: an example for natural language to Cypher")
         save, delete = st.columns(2)
-        saved = save.form_submit_button("Save", type="primary", icon=":material/save:", disabled=not permit.allowed)
-        deleted = delete.form_submit_button("Delete", icon=":material/delete:",
-                                            disabled=chosen is None or not permit.allowed)
+        saved = save.form_submit_button("Save", type="primary", icon=":material/save:", help=permit.refusal or None)
+        deleted = delete.form_submit_button("Delete", icon=":material/delete:", disabled=chosen is None,
+                                            help=permit.refusal or None)
     try:
         if saved or deleted:
             permit.check(f"{'saved' if saved else 'deleted'} example {chosen.id if chosen else '(new)'}")

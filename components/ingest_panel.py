@@ -251,8 +251,9 @@ def permitted(permit: Permit | None, name: str) -> bool:
 
 
 def render_graph_actions(cfg: Settings, gate: Gate, names: list[str], choose: Callable[[str], None] | None) -> None:
-    """Pick a graph, then: open it for yourself (team mode: `choose`), make it active for everyone, delete it (each
-    checked on the server and logged; a button this user's role does not allow is drawn disabled, saying why)."""
+    """Pick a graph, then: open it for yourself (team mode: `choose`), make it active for everyone, delete it. Each
+    button is drawn for every role (its tooltip says which role it needs); a click is checked on the server, and a
+    refusal names the role and is logged."""
     pick = st.selectbox("Graph", names, index=None, placeholder="Choose a graph to activate", key="graph-pick")
     activate, delete = gate.permit("activate", graph=pick), gate.permit("delete", graph=pick)
     row = st.container(horizontal=True)
@@ -261,14 +262,14 @@ def render_graph_actions(cfg: Settings, gate: Gate, names: list[str], choose: Ca
         st.query_params.pop("graph", None)
         st.rerun()
     label = "Make active" if choose is None else "Make active for everyone"
-    if row.button(label, disabled=pick is None or not activate.allowed, help=activate.refusal or None,
+    if row.button(label, disabled=pick is None, help=activate.refusal or None,
                   key="graph-activate") and pick and permitted(activate, pick):
         catalog.set_active(cfg.data_dir, pick)
         activate.record()
         st.query_params.pop("graph", None)
         st.rerun()
     asked = st.session_state.get("graph-delete-ask")
-    if row.button("Delete…", disabled=pick is None or not delete.allowed, help=delete.refusal or None,
+    if row.button("Delete…", disabled=pick is None, help=delete.refusal or None,
                   icon=":material/delete:", key="graph-delete") and pick and permitted(delete, pick):
         st.session_state["graph-delete-ask"] = asked = pick
     if asked and asked == pick:

@@ -93,6 +93,12 @@ def scope_picker(memory: GraphMemory) -> Scope | None:
     invalid id shows the store's error, a tenant not granted (a crafted link) the refusal."""
     left, right = st.columns(2)
     tenants, free = memory.tenants(), free_tenants(memory)
+    wanted = st.query_params.get("tenant")
+    if not free and memory.gate is not None and wanted is not None and wanted not in tenants:
+        try:  # a link naming a tenant not granted: refused (and logged), then the picker shows one that is
+            memory.gate.check("memory_read", tenant=wanted, detail="a link named this tenant")
+        except RetrievalError as exc:
+            st.warning(md_literal(exc), icon=":material/lock:")
     if not tenants:
         st.info("No graph-memory tenant is granted to you.", icon=":material/lock:")
         return None
@@ -271,8 +277,7 @@ def render_delete(memory: GraphMemory, g: StoredGraph) -> None:
     pending = st.session_state.get("m-delete") == g.graph_id
     refusal = memory.gate.permit("memory_delete", tenant=g.tenant).refusal if memory.gate is not None else ""
     if not pending:
-        if st.button("Delete this graph…", icon=":material/delete:", key="m-del-ask", disabled=bool(refusal),
-                     help=refusal or None):
+        if st.button("Delete this graph…", icon=":material/delete:", key="m-del-ask", help=refusal or None):
             st.session_state["m-delete"] = g.graph_id
             st.rerun()
         return

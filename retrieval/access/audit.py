@@ -34,6 +34,8 @@ _SCHEMA = (
 )
 _INSERT = "INSERT INTO audit (at, actor, action, outcome, graph, tenant, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _COLUMNS = ("seq", "at", "actor", "action", "outcome", "graph", "tenant", "detail")
+_LAST = ("SELECT seq, at, actor, action, outcome, graph, tenant, detail FROM audit WHERE actor = ? AND action = ? "
+         "ORDER BY seq DESC LIMIT 1")
 _SELECT = "SELECT seq, at, actor, action, outcome, graph, tenant, detail FROM audit WHERE at >= ? ORDER BY seq DESC"
 
 
@@ -120,6 +122,15 @@ class AuditLog:
         except sqlite3.Error as exc:
             raise StoreError(f"audit log {self.path}: {exc}") from exc
         return [AuditEntry(**dict(zip(_COLUMNS, r, strict=True))) for r in reversed(rows)]
+
+    def last(self, actor: str, action: str) -> AuditEntry | None:
+        """The newest entry of `actor` doing `action`, or None."""
+        try:
+            with self._lock:
+                row = self._conn.execute(_LAST, (_cap(actor, MAX_NAME), action)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"audit log {self.path}: {exc}") from exc
+        return AuditEntry(**dict(zip(_COLUMNS, row, strict=True))) if row else None
 
     def close(self) -> None:
         with self._lock:

@@ -77,6 +77,10 @@ class Wire:
         button = self.widget(label, "button")
         self._rerun(WidgetState(id=button.id, trigger_value=True))
 
+    def set_value(self, key: str, value: str) -> None:
+        """Set a text value (a select box's choice) for the widget whose key is `key`, whatever its options."""
+        self._rerun(WidgetState(id=self.widget(key).id, string_value=value))
+
     def set_state(self, key: str, value: dict[str, Any]) -> None:
         """Set a bidirectional component's state (its JSON value) as its own script would."""
         component = self.widget(key, "bidi_component")

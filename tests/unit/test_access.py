@@ -109,7 +109,7 @@ def test_every_role_is_allowed_exactly_the_actions_at_or_below_it(role: Role | N
 
 
 def test_local_mode_is_one_user_with_every_role() -> None:
-    for name, act in ACTIONS.items():
+    for name in ACTIONS:
         assert refusal(LOCAL, name, graph="any", tenant="any") == "", name
     assert LOCAL.key == "local" and LOCAL.local
 
@@ -227,9 +227,9 @@ def test_deleting_a_graph_unlists_it_drops_every_version_and_moves_the_active_ma
 
 
 def test_cli_audit_prints_lines_or_json_and_escapes_control_characters(tmp_path: Path) -> None:
-    from retrieval.__main__ import COMMAND_MODULES, app
-
     import importlib
+
+    from retrieval.__main__ import COMMAND_MODULES, app
 
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(app)
