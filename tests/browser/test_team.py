@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -25,17 +24,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from retrieval.access import AuditLog
-from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.evaluation.labels import ADJUDICATED, LabelStore
-from retrieval.evaluation.pooling import build_pool, stored_pool
-from retrieval.evaluation.querysets import import_queries
-from retrieval.explore.memory import GraphMemory
 from retrieval.graph import catalog
-from retrieval.graph.runtime import open_kg
-from retrieval.models import Entity
-from tests.app.graphs import HOSTILE_GRAPH, build_app_data_dir
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, RECORD_LONG_TASKS, VIEWPORT, streamlit_app
+from tests.app.graphs import HOSTILE_GRAPH, SECRET_TITLE, team_data_dir
+from tests.browser.conftest import RECORD_LONG_TASKS, VIEWPORT, streamlit_app
 from tests.browser.test_hostile import IN_PAGE_SCHEMES, LOCAL_HOSTS
 from tests.browser.wire import Wire
 from tests.conftest import ROOT
@@ -52,8 +45,6 @@ GRANTS = [
     {"role": "annotator", "groups": ["annotators"], "graphs": ["demo"], "tenants": ["team-a"]},
     {"role": "admin", "users": [BOB], "graphs": ["*"], "tenants": ["*"]},
 ]
-QUESTIONS = ["How does brand awareness connect to conversion rate?", "What drives customer lifetime value?"]
-SECRET_TITLE = "Team B merger plan"
 QUEUE = '[class*="st-key-queue-"] .kg-grader'
 ADJUDICATE = '[class*="st-key-adjudicate-"] .kg-grader'
 
@@ -62,42 +53,13 @@ ADJUDICATE = '[class*="st-key-adjudicate-"] .kg-grader'
 def team(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The demo + hostile data dir with a pooled query set, two annotators who disagree, a stored graph in each of
     tenants team-a and team-b; the provider; and the app served in team mode."""
-    data_dir = tmp_path / "kg"
-    shutil.copytree(build_app_data_dir(tmp_path_factory, embedder, pristine=True), data_dir, symlinks=True)
-    cfg = Settings.from_env(env={}, data_dir=data_dir)
-    store = LabelStore.in_data_dir(data_dir)
-    qset = import_queries(store, "".join(f"t{i}\t{q}\n" for i, q in enumerate(QUESTIONS, start=1)), "team")
-    kg = open_kg(cfg.with_(graph_name="demo"), embedder=embedder)
-    try:
-        build_pool(store, kg, qset, 5, ["vector"], [])
-    finally:
-        kg.close()
-    version = catalog.resolve(data_dir, "demo").version
-    _, items = stored_pool(store, "team", version)
-    for who, grade in (("x@example.org", 0), ("y@example.org", 3)):  # one disagreement to adjudicate
-        store.put_label(items[0].query, items[0].item_id, grade, graph_version=version, annotator=who)
-    store.close()
-    memory = GraphMemory(data_dir / "memory")
-    node = Entity(id="n1", name="Acme", type="org")
-    secret = memory.store_graph("team-b", "default", [node], [], keywords=["merger"], metadata={"title": SECRET_TITLE})
-    mine = memory.store_graph("team-a", "default", [node], [], keywords=["acme"], metadata={"title": "Team A notes"})
+    seeded = team_data_dir(tmp_path_factory, embedder, tmp_path / "kg")
     with oidc_provider(USERS) as issuer:
         secrets = write_secrets(tmp_path / "auth" / "secrets.toml", issuer)
         access = write_access_file(tmp_path / "access.toml", GRANTS)
-        with streamlit_app(data_dir, tmp_path / "server.log", "--secrets.files", str(secrets),
+        with streamlit_app(seeded["data_dir"], tmp_path / "server.log", "--secrets.files", str(secrets),
                            KG_ACCESS_FILE=str(access)) as url:
-            yield {"url": url, "issuer": issuer, "data_dir": data_dir, "version": version, "items": items,
-                   "secret_gid": secret.graph_id, "mine_gid": mine.graph_id, "log": tmp_path / "server.log"}
-
-
-@pytest.fixture
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+            yield {**seeded, "url": url, "issuer": issuer}
 
 
 def new_page(browser: Any) -> tuple[Any, Wire]:
@@ -128,13 +90,13 @@ def run_over(page: Any) -> None:
 
 
 def test_team_mode_signs_in_through_a_real_provider_and_refuses_what_a_role_does_not_allow(
-    team: dict[str, Any], chromium: Any, artifacts: Path
+    team: dict[str, Any], browser: Any, artifacts: Path
 ) -> None:
     url, data_dir, version = team["url"], team["data_dir"], team["version"]
     graphs_before = sorted(p.name for p in (data_dir / "versions").iterdir())
 
     # --- signed out: the sign-in page, and nothing of the data, from any page or link ---------------------------
-    page, wire = new_page(chromium)
+    page, wire = new_page(browser)  # the tier's chromium (one Playwright per process)
     for path in ("/", "/data", "/query?graph=demo", f"/memory?tenant=team-b&gid={team['secret_gid']}",
                  "/labels?graph=hostile", "/audit"):
         page.goto(url + path)
