@@ -168,6 +168,10 @@ def test_grades_are_the_identity_and_adjudication_is_the_admins(team_env: dict[s
     assert "Grades are not saved: Adjudicating disagreements needs the admin role" in shown(at)
     assert store.all_labels(version, annotator=ADJUDICATED) == []
     assert at.selectbox(key="export-who").options == ["(adjudicated)", USERS["annotator"]], "own grades only"
+    assert "Importing query sets, qrels and building pools needs the curator role" in shown(at)
+    assert not [b for b in at.button if b.key == "pool-go"] and not at.get("file_uploader")
+    curator = team(USERS["curator"], "pages/labels.py", set="team")
+    assert [b for b in curator.button if b.key == "pool-go"] and curator.get("file_uploader")
 
     admin = team(USERS["admin"], "pages/labels.py", set="team")
     decide = grader_data(admin, "adjudicate-")
