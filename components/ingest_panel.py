@@ -13,13 +13,13 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from components.text import md_code, md_literal
-from components.upload import safe_extract_zip
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
 from retrieval.graph import catalog
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
+from retrieval.ingest.archive import safe_extract_zip
 from retrieval.ingest.build import build_graph
 from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.ingest.load import default_name, load_data

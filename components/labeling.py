@@ -50,8 +50,10 @@ def render_query_set_import(key: str = "qs") -> None:
     assert upload is not None
     try:
         text = upload.getvalue().decode("utf-8-sig")
-        store = label_store(str(app_state.settings().data_dir))
-        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name))
+        cfg = app_state.settings()
+        store = label_store(str(cfg.data_dir))
+        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name),
+                               max_queries=cfg.max_query_set)
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")
         return
