@@ -8,9 +8,10 @@ import streamlit as st
 
 import app_state
 from components import graph_live
+from components.graph_data import warm_layout
 from components.sidebar import render_sidebar
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 ASSETS = Path(__file__).parent / "components" / "assets"
 
@@ -42,7 +43,8 @@ with st.sidebar:
     graph_live.load_library()  # vis-network, sent once per browser session (components/graph_live.py)
 if handle is not None:
     try:
-        app_state.open_kg(cfg, handle)  # once per graph version, on the first page view, so searches start warm
+        # once per graph version, on the first page view, so searches and the graph view's layout start warm
+        app_state.open_kg(cfg, handle, warm=warm_layout)
     except RetrievalError as exc:
         st.sidebar.error(f"Cannot open graph **{md_literal(handle.name)}**: {md_literal(exc)}")
 notice = app_state.graph_notice(cfg)

@@ -1,4 +1,6 @@
-"""The app's shared state: Settings once per session, cached stores/models keyed on the graph version."""
+"""The app's shared state: Settings once per session, and every cached engine call the pages make (stores and
+models per graph version, searches, traversals, the label store, Graph Memory, the Rerank Inspector's pools).
+Pages hand what a component needs to it as data or callables; no component imports this module."""
 
 from __future__ import annotations
 
@@ -6,22 +8,33 @@ import json
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 import streamlit as st
 
-from retrieval.config import Settings
+from retrieval.config import DEMO_DIR, Settings
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.errors import NotFoundError
+from retrieval.errors import NotFoundError, RetrievalError
+from retrieval.evaluation.evaluate import EvalReport, evaluate, rerank_runs
+from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
+from retrieval.evaluation.labels import Label, LabelStore
+from retrieval.explore.export import induced_edges
+from retrieval.explore.memory import GraphMemory, open_memory
 from retrieval.graph import catalog
 from retrieval.graph.runtime import KG
-from retrieval.models import Chunk, GraphStats, SearchParams, SearchResult, Subgraph
+from retrieval.graph.traverse import bfs, degrees, expand, k_shortest_paths, read_chunks
+from retrieval.models import Chunk, GraphStats, PathResult, SearchParams, SearchResult, Subgraph, TraversalResult
+from retrieval.rerank import GraphReranker, MMRReranker, Reranker, build_rerankers
+from retrieval.rerank.cross_encoder import CrossEncoderReranker
+from retrieval.search import modes
+from retrieval.search.retriever import kg_fact_vectors, search
+from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
-
-if TYPE_CHECKING:
-    from retrieval.rerank.cross_encoder import CrossEncoderReranker
+from ui_records import Capability, EntityCatalog, LiveGraph
+from ui_text import entity_label, md_code, md_literal
 
 
 def settings() -> Settings:
@@ -48,8 +61,6 @@ def chosen_graph(cfg: Settings) -> str | None:
 
 def graph_notice(cfg: Settings) -> str:
     """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
-    from components.text import md_code, md_literal
-
     wanted = st.query_params.get("graph")
     names = graph_names(cfg)
     if wanted is None or wanted in names:
@@ -82,12 +93,13 @@ def _close(kg: KG) -> None:
 
 
 @st.cache_resource(max_entries=4, on_release=_close, show_spinner="Opening the graph…")
-def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: tuple[str, str]) -> KG:
+def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: tuple[str, str],
+             _draw: Callable[[Subgraph], object] | None) -> KG:
     handle = catalog.resolve(Path(data_dir), name)
     if handle.version != version:  # re-ingested between resolve and open: open exactly what was asked
         raise NotFoundError(f"graph {name!r} moved from version {version} to {handle.version}; reload the page")
     kg = KG(_cfg, handle, embedder(_cfg.embed_model))
-    warm_up(kg)
+    warm_up(kg, _draw)
     return kg
 
 
@@ -97,31 +109,29 @@ def sample_question(kg: KG) -> str | None:
     return f"How does {names[0][:200]} relate to {names[-1][:200]}?" if names else None
 
 
-def warm_up(kg: KG) -> None:
+def warm_up(kg: KG, draw: Callable[[Subgraph], object] | None = None) -> None:
     """Pay the one-off costs on open, not in the analyst's first search: CSR index, BM25, name matcher,
     collection loads and first inference, by running one relationship query between two of its entities,
-    then reading its chunks and laying out its graph once (igraph's first call is slower)."""
-    from components.graph_data import GraphMarks, Legend, drawing
-    from retrieval.search.retriever import search
-
+    then reading its chunks and, with `draw` (the graph view's layout), laying out its subgraph once (igraph's
+    first call is slower)."""
     _ = kg.bm25
     question = sample_question(kg)
     if question:
         result = search(kg, question, SearchParams.model_validate({}))
         kg.vectors.get(CHUNKS, [c for f in result.facts[:3] for c in f.chunk_ids])
-        drawing(result.subgraph, GraphMarks(), max_nodes=120, legend=Legend())  # layout code warm
+        if draw is not None:
+            draw(result.subgraph)
 
 
-def open_kg(cfg: Settings, handle: catalog.GraphHandle) -> KG:
-    """The opened KG for this graph version; a re-ingest changes the version, hence a fresh open."""
-    return _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend))
+def open_kg(cfg: Settings, handle: catalog.GraphHandle, *, warm: Callable[[Subgraph], object] | None = None) -> KG:
+    """The opened KG for this graph version; a re-ingest changes the version, hence a fresh open. `warm`: how the
+    app shell's graph view lays out a subgraph, run once on the warm-up search (the first opener's is used)."""
+    return _open_kg(cfg, str(cfg.data_dir), handle.name, handle.version, (cfg.graph_backend, cfg.vector_backend),
+                    warm)
 
 
 def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
     """The chosen graph, opened; otherwise the page says why (no graph yet: to the Data page) and stops."""
-    from components.text import md_literal
-    from retrieval.errors import RetrievalError
-
     handle = current_handle(cfg)
     if handle is None:
         st.info(f"No graph to {to_do} yet. Build the demo graph on the **Data** page.", icon=":material/info:")
@@ -137,8 +147,6 @@ def page_graph(cfg: Settings, to_do: str) -> tuple[catalog.GraphHandle, KG]:
 
 def open_kg_or_none(cfg: Settings) -> KG | None:
     """The chosen graph opened, or None when there is none or it cannot open (the sidebar says why)."""
-    from retrieval.errors import RetrievalError
-
     handle = current_handle(cfg)
     try:
         return open_kg(cfg, handle) if handle is not None else None
@@ -146,72 +154,43 @@ def open_kg_or_none(cfg: Settings) -> KG | None:
         return None
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def run_search(_kg: KG, graph: str, version: str, query: str, params_json: str) -> SearchResult:
-    """One KG search, cached on (graph, version, query, params)."""
-    from retrieval.search.retriever import search
-
-    return search(_kg, query, SearchParams.model_validate_json(params_json))
-
-
 def run_mode(
     kg: KG, graph: str, version: str, mode: str, query: str, *, limit: int, text_weight: float, params_json: str
 ) -> SearchResult:
-    """One search in any `retrieval.search.modes` mode, cached on (graph, version, mode, query, the parameters it uses):
-    KG is `run_search` itself; the tools take `limit`, and hybrid also `text_weight`."""
-    if mode == "kg":
-        from retrieval.search.nomatch import gate
-
-        return gate(run_search(kg, graph, version, query, params_json))
-    return _run_tool_mode(kg, graph, version, mode, query, limit, text_weight if mode == "hybrid" else None)
+    """One search in any `retrieval.search.modes` mode, cached on (graph, version, mode, query, the parameters it
+    uses): KG takes the search parameters; the tools take `limit`, and hybrid also `text_weight`."""
+    kg_mode = mode == "kg"
+    return _run_mode(kg, graph, version, mode, query, None if kg_mode else limit,
+                     text_weight if mode == "hybrid" else None, params_json if kg_mode else None)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def _run_tool_mode(
-    _kg: KG, graph: str, version: str, mode: str, query: str, limit: int, text_weight: float | None
-) -> SearchResult:
-    from retrieval.search.modes import run_mode as run
-
-    if text_weight is None:
-        return run(_kg, mode, query, limit=limit)
-    return run(_kg, mode, query, limit=limit, text_weight=text_weight)
+def _run_mode(_kg: KG, graph: str, version: str, mode: str, query: str, limit: int | None,
+              text_weight: float | None, params_json: str | None) -> SearchResult:
+    params = SearchParams.model_validate_json(params_json) if params_json is not None else None
+    tool = {"limit": limit, "text_weight": text_weight}  # None: this mode does not use it
+    return modes.run_mode(_kg, mode, query, params=params, **{k: v for k, v in tool.items() if v is not None})
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def agent_markdown(_result: SearchResult, graph: str, version: str, query: str, params_json: str) -> str:
     """The Markdown the agent tool returns for this result."""
-    from retrieval.search.verbalize import to_markdown
-
     return to_markdown(_result)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def chunks(_kg: KG, version: str, ids: tuple[str, ...]) -> dict[str, Chunk]:
     """Chunk records (text, book, chapter) by id, read from the DocumentChunks collection."""
-    from retrieval.explore.details import read_chunks
-
     return read_chunks(_kg.vectors, ids)
 
 
 # --- optional capabilities --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Capability:
-    """A badge: live (green), pending (loading) or off with a one-word reason and the full detail."""
-
-    name: str
-    state: Literal["live", "loading", "off"]
-    word: str
-    detail: str = ""
-
-
 class _Probe:
     """Loads the cross-encoder in a background thread: a hub fetch can take a minute to fail offline."""
 
     def __init__(self, model: str) -> None:
-        from retrieval.rerank.cross_encoder import CrossEncoderReranker
-
         self.reranker = CrossEncoderReranker(model)
         self.done = threading.Event()
         self.started = time.monotonic()
@@ -279,8 +258,6 @@ def graph_stats(kg: KG) -> GraphStats:
 @st.cache_data(show_spinner=False)
 def demo_questions(limit: int = 4) -> list[str]:
     """The multi-hop questions shipped with the demo bundle (data/demo/questions.json)."""
-    from retrieval.config import DEMO_DIR
-
     path = DEMO_DIR / "questions.json"
     if not path.is_file():
         return []
@@ -309,3 +286,198 @@ def _schema(_kg: KG, name: str, version: str) -> Subgraph:
 def schema(kg: KG) -> Subgraph:
     """The graph's schema (entity types joined by their relation types), from the in-memory index."""
     return _schema(kg, kg.name, kg.version)
+
+
+# --- traversals: the Paths page and every live graph view ---------------------------------------
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _bfs(_kg: KG, version: str, start: str, depth: int, direction: str, rels: tuple[str, ...],
+         budget: int) -> TraversalResult:
+    return bfs(_kg.index, start, depth, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
+               node_budget=budget, details=_kg.graph)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _expansion(_kg: KG, version: str, node: str, budget: int, direction: str,
+               rels: tuple[str, ...]) -> TraversalResult:
+    """A node's neighbours within a budget (traverse.expand), cached per graph version."""
+    return expand(_kg.index, node, budget, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
+                  details=_kg.graph)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ...]) -> Subgraph:
+    """Every relation among a view's nodes, so a view grown step by step shows all of them."""
+    return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
+
+
+def live_graph(kg: KG) -> LiveGraph:
+    """The opened graph with its traversals cached per graph version, for the components that draw or grow a view."""
+    return LiveGraph(
+        kg,
+        bfs=lambda start, depth, direction, rels, budget: _bfs(kg, kg.version, start, depth, direction, rels, budget),
+        expand=lambda node, budget, direction, rels: _expansion(kg, kg.version, node, budget, direction, rels),
+        edges=lambda ids, rels: _view_edges(kg, kg.version, ids, rels),
+    )
+
+
+PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading entity names…")
+def _entity_catalog(_kg: KG, version: str) -> EntityCatalog:
+    a = _kg.index.arrays
+    labels = {i: entity_label(n, t) for i, n, t in zip(a.node_ids, a.node_names, a.node_types, strict=True)}
+    degree = degrees(_kg.index)
+    top = np.argsort(-degree, kind="stable")[:PICKER_LIMIT]
+    options = sorted((a.node_ids[i] for i in top.tolist()), key=lambda i: labels[i].lower())
+    by_label: dict[str, str] = {}
+    for i, lab in labels.items():
+        by_label.setdefault(lab, i)
+    return EntityCatalog(tuple(options), labels, by_label, tuple(sorted(set(a.relation_types))),
+                         tuple(sorted(set(a.node_types))), len(a.node_ids))
+
+
+def entity_catalog(kg: KG) -> EntityCatalog:
+    """The Paths pickers' options and filter vocabularies, once per graph version."""
+    return _entity_catalog(kg, kg.version)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _ranked_paths(_kg: KG, version: str, a: str, b: str, k: int, hops: int, query: str,
+                  rels: tuple[str, ...]) -> PathResult:
+    return k_shortest_paths(_kg.index, a, b, k, hops, query=query, relation_types=rels or None,
+                            details=_kg.graph, vectors=_kg.vectors,
+                            embedder=_kg.embedder if query.strip() else None)
+
+
+def ranked_paths(kg: KG, a: str, b: str, k: int, hops: int, query: str, rels: tuple[str, ...]) -> PathResult:
+    """The k shortest simple paths between two entities, ranked (traverse.k_shortest_paths), per graph version."""
+    return _ranked_paths(kg, kg.version, a, b, k, hops, query, rels)
+
+
+# --- the stores every page shares: labels and Graph Memory ----------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def _label_store(data_dir: str) -> LabelStore:
+    return LabelStore.in_data_dir(Path(data_dir))
+
+
+def label_store(cfg: Settings) -> LabelStore:
+    """One label store (one SQLite connection) per data dir for this server process."""
+    return _label_store(str(cfg.data_dir))
+
+
+@st.cache_resource(show_spinner=False)
+def _memory(_cfg: Settings, data_dir: str) -> GraphMemory:
+    return open_memory(_cfg)
+
+
+def memory_store(cfg: Settings) -> GraphMemory:
+    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up."""
+    return _memory(cfg, str(cfg.data_dir))
+
+
+# --- Rerank Inspector: the cached retrieval (counted), rerankers per graph version ------------------
+
+RERANKER_ORDER = ("none", "graph", "mmr", "cross_encoder", "llm")
+
+
+@dataclass
+class RetrievalCounter:
+    """How many retrievals actually ran per (graph, version, query, kind, size), server-wide."""
+
+    counts: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def bump(self, key: tuple[str, ...]) -> None:
+        with self.lock:
+            self.counts[key] += 1
+
+    def get(self, key: tuple[str, ...]) -> int:
+        with self.lock:
+            return self.counts[key]
+
+
+@st.cache_resource(show_spinner=False)
+def retrieval_counter() -> RetrievalCounter:
+    return RetrievalCounter()
+
+
+def retrievals(kg: KG, query: str, kind: str, size: int) -> int:
+    """How many times the pool of this (graph version, query, kind, size) was actually retrieved."""
+    return retrieval_counter().get((kg.name, kg.version, query, kind, str(size)))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _pool(_kg: KG, graph: str, version: str, query: str, kind: PoolKind, size: int) -> Pool:
+    retrieval_counter().bump((graph, version, query, kind, str(size)))  # runs only on a cache miss
+    return candidate_pool(_kg, query, kind, size)
+
+
+def pool(kg: KG, query: str, kind: PoolKind, size: int) -> Pool:
+    """The candidate pool, retrieved once per (graph version, query, kind, size) and then cached."""
+    return _pool(kg, kg.name, kg.version, query, kind, size)
+
+
+def evaluate_labelled(
+    kg: KG, inspection: Inspection, labels: Sequence[Label], rerankers: Mapping[str, Reranker],
+    kind: PoolKind, size: int, text_weight: float, k: int, compare: tuple[str, str] | None = None,
+) -> tuple[EvalReport, dict[str, dict[str, list[str]]]]:
+    """Every labelled query's pool (cached: retrieved once each) ranked under the same rerankers and knobs, scored
+    with bootstrap intervals, unjudged counts and (with `compare`) the paired test of two rerankers."""
+    queries = sorted({lb.query_text for lb in labels})
+    if not queries:
+        return evaluate(labels, inspection.runs(), (k,), compare=compare), inspection.runs()
+    runs = rerank_runs(queries, lambda q: pool_order(pool(kg, q, kind, size), text_weight), rerankers, size)
+    return evaluate(labels, runs.runs, (k,), compare=compare), runs.runs
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _base_rerankers(_cfg: Settings, _kg: KG, graph: str, version: str) -> dict[str, Reranker]:
+    found = build_rerankers(_cfg, _kg.embedder, _kg, kg_fact_vectors(_kg))
+    found.pop("cross_encoder", None)  # the app-wide probe (loaded in the background) is used instead
+    if "llm" in found:
+        found["llm"] = Memo(found["llm"])
+    return found
+
+
+@st.cache_resource(show_spinner=False)
+def _memo_cross_encoder(model: str, _reranker: Reranker) -> Memo:
+    return Memo(_reranker)
+
+
+@dataclass(frozen=True)
+class RerankerSet:
+    """The rerankers to compare at the current what-if knobs, and why any of them is left out."""
+
+    rerankers: dict[str, Reranker]
+    notes: list[str]
+
+
+def rerankers(cfg: Settings, kg: KG, alpha: float, lambda_: float) -> RerankerSet:
+    """none, graph(α, 1−α), mmr(λ), the cross-encoder when loaded and the LLM with a Gemini key."""
+    base = _base_rerankers(cfg, kg, kg.name, kg.version)
+    graph = base["graph"]
+    mmr = base["mmr"]
+    assert isinstance(graph, GraphReranker) and isinstance(mmr, MMRReranker)
+    found: dict[str, Reranker] = {
+        "none": base["none"],
+        "graph": graph.with_weights(alpha, round(1.0 - alpha, 6)),
+        "mmr": mmr.with_lambda(lambda_),
+    }
+    notes: list[str] = []
+    ce = cross_encoder_status(cfg)
+    if ce.state == "live":
+        found["cross_encoder"] = _memo_cross_encoder(cfg.cross_encoder_model, cross_encoder(cfg))  # type: ignore[arg-type]
+    elif ce.state == "loading":
+        notes.append(f"Cross-encoder {cfg.cross_encoder_model} is still loading: no ce_score yet (rerun shortly).")
+    else:
+        notes.append(f"{ce.detail} It is left out of the ranks and metrics (no ce_score).")
+    if "llm" in base:
+        found["llm"] = base["llm"]
+    else:
+        notes.append("LLM rank off: GEMINI_API_KEY is not set, so the Gemini diversity reranker does not run.")
+    return RerankerSet({k: found[k] for k in RERANKER_ORDER if k in found}, notes)

@@ -8,13 +8,14 @@ back on the first run. `consensus` and `adjudicated` are reserved (derived and d
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
-import app_state
-from components.grader import GradeTarget, label_store
-from components.text import md_literal
+from components.grader import GradeTarget
 from retrieval.errors import RetrievalError, ValidationError
-from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, normalize_annotator
+from retrieval.evaluation.labels import ADJUDICATED, MAX_ANNOTATOR_CHARS, LabelStore, normalize_annotator
+from ui_text import md_literal
 
 FIELD = "annotator-input"
 MEMORY = "annotator-memory"
@@ -81,14 +82,15 @@ def annotator_box() -> None:
                 on_stored_change=_restore, height=0)
 
 
-def grading_target(graph_version: str, *, required: bool = False) -> GradeTarget:
-    """Where this page's grades go: the data dir's label store, the graph version, the sidebar's annotator.
+def grading_target(labels: Callable[[], LabelStore], graph_version: str, *, required: bool = False) -> GradeTarget:
+    """Where this page's grades go: the label store `labels` opens (the data dir's), the graph version, the
+    sidebar's annotator.
 
     A label store that cannot be opened (a read-only data directory, a full disk) is named in a warning and the
     page's lists become read-only; a page that is about labels (`required`) shows the error and stops instead.
     """
     try:
-        store = label_store(str(app_state.settings().data_dir))
+        store = labels()
     except RetrievalError as exc:
         if required:
             st.error(f"Cannot open the label store: {md_literal(exc)}", icon=":material/error:")

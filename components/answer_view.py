@@ -7,16 +7,18 @@ for the session. Every string from data or the model reaches the page escaped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
-import app_state
-from components.text import esc, md_literal, short
 from components.trace import render_warnings, timings_chart
 from retrieval.answer.synthesis import answer_question
+from retrieval.config import Settings
 from retrieval.errors import RetrievalError
 from retrieval.graph.runtime import KG
 from retrieval.models import Answer, Enhancements, Evidence, SearchResult
+from ui_text import esc, md_literal, short
 
 SWITCHES = {
     "graph_rerank": ("Graph rerank", "Order the facts by α·similarity + β·PageRank before numbering them."),
@@ -106,9 +108,10 @@ def switches(cfg_key: str = "answer-switch") -> Enhancements:
     return Enhancements(**values)
 
 
-def render_answer_tab(kg: KG, result: SearchResult, *, key: str) -> None:
-    """A button writes the answer (streamed with a key); the last answer of this result stays shown."""
-    cfg = app_state.settings()
+def render_answer_tab(cfg: Settings, kg: KG, result: SearchResult, *, key: str,
+                      cross_encoder: Callable[[], object]) -> None:
+    """A button writes the answer (streamed with a key); the last answer of this result stays shown.
+    `cross_encoder` gives the app's shared CrossEncoderReranker, asked for only when its switch is on."""
     if not cfg.gemini_enabled:
         st.info("Gemini is not configured (no GEMINI_API_KEY), so no answer can be written here. An extractive "
                 "answer picks the evidence sentences closest to the question, each with its citation.",
@@ -123,7 +126,7 @@ def render_answer_tab(kg: KG, result: SearchResult, *, key: str) -> None:
                 stored = (enh, answer_question(
                     kg, result.query, result=result, settings=cfg, enhancements=enh,
                     on_text=lambda text: live.markdown(md_literal(text) + " ▌"),
-                    cross_encoder=app_state.cross_encoder(cfg) if enh.cross_encoder else None))
+                    cross_encoder=cross_encoder() if enh.cross_encoder else None))
         except RetrievalError as exc:
             st.error(f"No answer: {md_literal(exc)}", icon=":material/error:")
             return

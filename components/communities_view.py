@@ -7,10 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from components.graph_view import GraphMarks, Legend, render_graph
-from components.text import clean, md_code, md_literal, short
 from retrieval.graph.communities import CommunityIndex, claim_text
 from retrieval.graph.runtime import KG
 from retrieval.models import Claim, Community, Entity, Subgraph
+from ui_records import LiveGraph
+from ui_text import clean, md_code, md_literal, short
 
 ALL = "all"
 MAX_DRAWN = 150  # members drawn (the most connected inside the community first)
@@ -153,12 +154,12 @@ def render_report(kg: KG, index: CommunityIndex, c: Community) -> None:
     render_claims(claims, _names(kg, ids))
 
 
-def render_community(kg: KG, index: CommunityIndex, c: Community, focus: str | None) -> None:
-    """The report beside the community's subgraph."""
+def render_community(live: LiveGraph, index: CommunityIndex, c: Community, focus: str | None) -> None:
+    """The report beside the community's subgraph (drawn live on the opened graph)."""
     left, right = st.columns([9, 11], gap="medium")
     with left:
-        render_report(kg, index, c)
+        render_report(live.kg, index, c)
     with right:
-        sub = community_subgraph(kg, c)
+        sub = community_subgraph(live.kg, c)
         render_graph(sub, GraphMarks.of(focus_nodes=[focus] if focus else []), max_nodes=MAX_DRAWN, height=560,
-                     legend=LEGEND, kg=kg, key="kg-communities", stem=f"community-{c.id}")
+                     legend=LEGEND, live=live, key="kg-communities", stem=f"community-{c.id}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -10,11 +11,12 @@ from components.annotator import grading_target
 from components.facts import fact_row
 from components.grader import Tag, render_grader
 from components.search_form import MODE_LABELS
-from components.text import md_literal
 from components.trace import render_warnings, strength_text, total_ms
+from retrieval.evaluation.labels import LabelStore
 from retrieval.models import SearchResult
 from retrieval.search.modes import cited_chunks, jaccard
 from retrieval.search.verbalize import NOTHING
+from ui_text import md_literal
 
 SHARED_TAG = Tag("shared", "green")
 UNIQUE_TAG = Tag("only here", "orange")
@@ -62,8 +64,9 @@ def side_header(result: SearchResult, unique: frozenset[str]) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
-    """Overlap figures on top, then A and B side by side as grading lists (containers `st-key-compare-a` / `-b`)."""
+def render_compare(a: SearchResult, b: SearchResult, *, labels: Callable[[], LabelStore]) -> Comparison:
+    """Overlap figures on top, then A and B side by side as grading lists (containers `st-key-compare-a` / `-b`),
+    graded into the label store `labels` opens."""
     cmp = compare(a, b)
     la, lb = mode_label(a), mode_label(b)
     st.markdown(f"#### {la} vs {lb}")
@@ -80,7 +83,7 @@ def render_compare(a: SearchResult, b: SearchResult) -> Comparison:
         help="An item is shared when the other side returns the same item or cites one of its chunks",
     )
     columns = st.columns(2, gap="medium")
-    target = grading_target(a.graph_version)  # both lists grade for the same query: a grade shows on both sides
+    target = grading_target(labels, a.graph_version)  # both lists grade for the same query: a grade shows on both sides
     for col, side, result, unique in ((columns[0], "a", a, cmp.unique_a), (columns[1], "b", b, cmp.unique_b)):
         with col:
             st.markdown(side_header(result, unique))

@@ -9,8 +9,8 @@ import streamlit as st
 
 from components.grader import GradeRow, GradeTarget, Tag, render_grader, selected_key
 from components.sources import quote
-from components.text import md_literal
 from retrieval.models import Chunk, VerbalizedFact
+from ui_text import md_literal
 
 # Known scores first, in reading order; any other score key follows alphabetically.
 SCORE_ORDER = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.text import clean, md_literal, short
 from retrieval.answer.fewshot import LIMITS, FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError
+from ui_text import clean, md_literal, short
 
 NEW = "➕ New example"
 

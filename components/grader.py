@@ -20,10 +20,10 @@ from typing import Any
 
 import streamlit as st
 
-from components.text import clean, md_literal
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.consensus import shown_labels
 from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, Label, LabelStore, normalize_query
+from ui_text import clean, md_literal
 
 ASSETS = Path(__file__).parent / "assets"
 APPLIED = "grader-applied"  # session_state: client id -> the last seq applied (client ids are random per mount)
@@ -36,12 +36,6 @@ _GRADER = st.components.v2.component(
     js=(ASSETS / "grader.js").read_text(encoding="utf-8"),
     isolate_styles=False,  # in the page's DOM (CSS scoped to .kg-grader): page text search and checks see it
 )
-
-
-@st.cache_resource(show_spinner=False)
-def label_store(data_dir: str) -> LabelStore:
-    """One label store (one SQLite connection) per data dir for this server process."""
-    return LabelStore.in_data_dir(Path(data_dir))
 
 
 @dataclass(frozen=True)

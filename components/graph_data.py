@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from components.text import clean, short
 from retrieval.models import Entity, Relation, Subgraph
+from ui_text import clean, short
 
 PALETTE = (
     "#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2",
@@ -245,3 +245,8 @@ def status_line(view: GraphView, *, why: str = "node budget", extra: Sequence[st
     if view.left_edges:
         parts.append(f"{view.left_edges} more relations left out (edge cap {MAX_DRAWN_EDGES:,})")
     return " · ".join([*parts, *extra])
+
+
+def warm_layout(subgraph: Subgraph) -> None:
+    """Lay a subgraph out once, so igraph's slower first call is paid when a graph opens, not in its first view."""
+    drawing(subgraph, GraphMarks(), max_nodes=120, legend=Legend())

@@ -15,14 +15,15 @@ import streamlit as st
 
 from components import graph_live
 from components.graph_data import EMPTY, GraphMarks, GraphView, Legend, digest, drawing, ids_of, pick_nodes, status_line
-from components.links import entity_label, paths_params, search_params
-from components.text import clean, short, slug
+from components.links import paths_params, search_params
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.explore.details import entity_details, relation_details, view_entity_details, view_relation_details
-from retrieval.explore.export import induced_edges, merge_subgraphs
+from retrieval.explore.export import merge_subgraphs
 from retrieval.graph.runtime import KG
-from retrieval.graph.traverse import MAX_BUDGET, expand, neighbour_summary
-from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph, TraversalResult
+from retrieval.graph.traverse import MAX_BUDGET, neighbour_summary
+from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph
+from ui_records import LiveGraph
+from ui_text import clean, entity_label, short, slug
 
 EXPAND_STEP = 20  # neighbours a double-click adds (best-connected first); another adds the next ones
 SOURCE_TEXT = 700  # characters of a source chunk shown in the panel
@@ -135,22 +136,10 @@ def _on_event(key: str, scene: str, hooks: ExpandHooks | None) -> None:
 # --- expansion ----------------------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def expansion(_kg: KG, version: str, node: str, budget: int, direction: str, rels: tuple[str, ...]) -> TraversalResult:
-    """A node's neighbours within a budget (traverse.expand), cached per graph version."""
-    return expand(_kg.index, node, budget, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
-                  details=_kg.graph)
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def view_edges(_kg: KG, version: str, ids: tuple[str, ...], rels: tuple[str, ...]) -> Subgraph:
-    """Every relation among a view's nodes, so a view grown step by step shows all of them."""
-    return Subgraph(edges=tuple(induced_edges(_kg.index, ids, _kg.graph, rels)))
-
-
-def grow(kg: KG, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, dict[str, str], list[str]]:
+def grow(live: LiveGraph, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, dict[str, str], list[str]]:
     """The base view plus each step's neighbours and every relation among them; the node each new node grew
     from (its anchor); warnings (a node the graph does not hold)."""
+    kg = live.kg
     parts, anchors, warnings = [base], {}, []
     seen = {n.id for n in base.nodes}
     for s in steps:
@@ -158,8 +147,8 @@ def grow(kg: KG, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, dict[str,
             warnings.append(f"{short(s.node, 60)} is not in graph {kg.name}: it cannot be expanded")
             continue
         already = neighbour_summary(kg.index, s.node, seen).shown  # the budget counts them: add STEP new ones
-        part = expansion(kg, kg.version, s.node, min(already + s.rounds * EXPAND_STEP, MAX_BUDGET), "both",
-                         (s.rel,) if s.rel else ())
+        part = live.expand(s.node, min(already + s.rounds * EXPAND_STEP, MAX_BUDGET), "both",
+                           (s.rel,) if s.rel else ())
         for n in part.subgraph.nodes:
             if n.id not in seen:
                 anchors[n.id] = s.node
@@ -168,7 +157,7 @@ def grow(kg: KG, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, dict[str,
     if len(parts) == 1:
         return base, anchors, warnings
     merged = merge_subgraphs(parts)
-    closing = view_edges(kg, kg.version, tuple(sorted(n.id for n in merged.nodes)), ())
+    closing = live.edges(tuple(sorted(n.id for n in merged.nodes)), ())
     return merge_subgraphs([merged], closing.edges), anchors, warnings
 
 
@@ -286,7 +275,7 @@ class Built:
     warnings: tuple[str, ...]
 
 
-def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, kg: KG | None, max_nodes: int,
+def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: LiveGraph | None, max_nodes: int,
           legend: Legend, hooks: ExpandHooks | None, base_ids: frozenset[str] | None,
           anchors: Mapping[str, str] | None, cut_note: str) -> Built:
     """Base (within the node budget) plus this view's expansions, laid out and turned into the payload's data."""
@@ -295,8 +284,8 @@ def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, kg: KG | N
     base = subgraph.model_copy(update={"nodes": tuple(base_nodes), "edges": tuple(
         e for e in subgraph.edges if e.source_id in kept and e.target_id in kept)})
     view, grown, warnings = base, dict(anchors or {}), []
-    if kg is not None and hooks is None and state.active:
-        view, more, warnings = grow(kg, base, state.active)
+    if live is not None and hooks is None and state.active:
+        view, more, warnings = grow(live, base, state.active)
         grown.update(more)
     drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
                     base=base_ids if base_ids is not None else frozenset(kept), anchors=grown)
@@ -316,7 +305,7 @@ def render(
     marks: GraphMarks,
     *,
     key: str,
-    kg: KG | None = None,
+    live: LiveGraph | None = None,
     max_nodes: int = 120,
     height: int = 560,
     legend: Legend | None = None,
@@ -328,8 +317,11 @@ def render(
     cut_note: str = "",
     stem: str = "graph",
 ) -> tuple[GraphView, Subgraph]:
-    """Draw `subgraph` in the live component `key` and answer its events. Returns what is drawn and the view's
-    subgraph (base plus expansions, without hidden nodes: what an export of "the current view" holds)."""
+    """Draw `subgraph` in the live component `key` and answer its events; with `live` (the opened graph) clicks
+    show the engine's details, double-clicks expand and the context actions open other pages. Returns what is
+    drawn and the view's subgraph (base plus expansions, without hidden nodes: what an export of "the current
+    view" holds)."""
+    kg = live.kg if live is not None else None
     ids = ids_of(subgraph)
     scene = scene or digest(ids, max_nodes)
     state = state_for(key, scene)
@@ -341,7 +333,7 @@ def render(
                  sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.version if kg else "")
     memo = st.session_state.get(f"{key}::built")
     if not (isinstance(memo, tuple) and memo[0] == sig):
-        memo = (sig, build(subgraph, marks, state, kg=kg, max_nodes=max_nodes, legend=legend, hooks=hooks,
+        memo = (sig, build(subgraph, marks, state, live=live, max_nodes=max_nodes, legend=legend, hooks=hooks,
                            base_ids=base_ids, anchors=anchors, cut_note=cut_note))
         st.session_state[f"{key}::built"] = memo
     built: Built = memo[1]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from components.graph_view import GraphMarks, GraphView, Legend, render_view
-from retrieval.graph.runtime import KG
 from retrieval.models import Subgraph
+from ui_records import LiveGraph
 
 # The graph view's legend words (Search's vocabulary) -> what the same marks mean on the other pages.
 EXPLORE_ROLES = {"★ seed": "★ start", "◆ PPR destination": "◆ expanded",
@@ -17,15 +17,15 @@ TRAVERSAL_ROLES = {"★ seed": "★ traversal start", "● orange: picked fact":
 
 
 def draw(subgraph: Subgraph, marks: GraphMarks, roles: Mapping[str, str], *, max_nodes: int,
-         height: int = 600, kg: KG | None = None, key: str = "kg-graph", **instrument: object) -> GraphView:
-    """Draw like `render_graph` (the same live view, details, expansion and context actions with `kg`), with
+         height: int = 600, live: LiveGraph | None = None, key: str = "kg-graph", **instrument: object) -> GraphView:
+    """Draw like `render_graph` (the same live view, details, expansion and context actions with `live`), with
     the legend's role names replaced by `roles`."""
-    return draw_view(subgraph, marks, roles, max_nodes=max_nodes, height=height, kg=kg, key=key, **instrument)[0]
+    return draw_view(subgraph, marks, roles, max_nodes=max_nodes, height=height, live=live, key=key, **instrument)[0]
 
 
 def draw_view(subgraph: Subgraph, marks: GraphMarks, roles: Mapping[str, str], *, max_nodes: int,
-              height: int = 600, kg: KG | None = None, key: str = "kg-graph",
+              height: int = 600, live: LiveGraph | None = None, key: str = "kg-graph",
               **instrument: object) -> tuple[GraphView, Subgraph]:
     """`draw`, also returning the current view's subgraph (what an export of the view holds)."""
-    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=Legend().renamed(roles), kg=kg,
+    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=Legend().renamed(roles), live=live,
                        key=key, **instrument)  # type: ignore[arg-type]

@@ -23,9 +23,9 @@ from components.graph_data import (
     pick_nodes,
     type_colors,
 )
-from components.text import clean, esc, short
-from retrieval.graph.runtime import KG
 from retrieval.models import Entity, Relation, Subgraph
+from ui_records import LiveGraph
+from ui_text import clean, esc, short
 
 __all__ = ["PALETTE", "GraphMarks", "GraphView", "Legend", "graph_html", "pick_nodes", "render_graph", "type_colors"]
 
@@ -242,7 +242,7 @@ def render_graph(
     max_nodes: int = 120,
     height: int = 560,
     legend: Legend | None = None,
-    kg: KG | None = None,
+    live: LiveGraph | None = None,
     key: str = "kg-graph",
     scores: Mapping[str, Mapping[str, float]] | None = None,
     cut_note: str = "",
@@ -250,12 +250,12 @@ def render_graph(
     **instrument: object,
 ) -> GraphView:
     """Draw the subgraph in the live graph view `key` (one per page), with a status line that says what the
-    node budget (or `cut_note`: the subgraph's own cap) leaves out. With `kg`, a click shows the node's or
-    relation's details from the engine beside the graph, a double-click expands its neighbours, and the
-    context menu hides, pins, sets path ends or searches from the node; `scores` (name -> {entity id: value},
+    node budget (or `cut_note`: the subgraph's own cap) leaves out. With `live` (the opened graph), a click shows
+    the node's or relation's details from the engine beside the graph, a double-click expands its neighbours, and
+    the context menu hides, pins, sets path ends or searches from the node; `scores` (name -> {entity id: value},
     e.g. this search's PPR) are shown in the details. More keywords (`hooks`, `scene`, `base_ids`, `anchors`)
     let a page that owns its expansions drive the view: see `graph_instrument.render`."""
-    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=legend, kg=kg, key=key,
+    return render_view(subgraph, marks, max_nodes=max_nodes, height=height, legend=legend, live=live, key=key,
                        scores=scores, cut_note=cut_note, stem=stem, **instrument)[0]
 
 

@@ -12,7 +12,6 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from components.text import md_code, md_literal
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
@@ -24,6 +23,7 @@ from retrieval.ingest.build import build_graph
 from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.ingest.load import default_name, load_data
 from retrieval.models import GraphStats
+from ui_text import md_code, md_literal
 
 FORMATS = ("auto", *FORMAT_NAMES)  # every registered reader, so a new format shows up here by itself
 DONE_KEY = "import-done"

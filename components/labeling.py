@@ -4,14 +4,12 @@ per-query progress, inter-annotator agreement with adjudication, and qrels expor
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
 
-import app_state
-from components.grader import GradeRow, GradeTarget, Tag, apply_pending, label_store, render_grader
-from components.text import clean, md_code, md_literal, short, slug
+from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
 from retrieval.evaluation.consensus import resolve_labels
@@ -21,6 +19,7 @@ from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queri
 from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels
 from retrieval.graph.runtime import KG
 from retrieval.search.modes import MODES
+from ui_text import clean, md_code, md_literal, short, slug
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]
@@ -30,9 +29,11 @@ MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000
 # --- query sets -----------------------------------------------------------------------------------------
 
 
-def render_query_set_import(key: str = "qs") -> None:
+def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", *,
+                            max_queries: int | None = None) -> None:
     """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first.
-    The label store opens only on Import, so a data directory it cannot open (read-only) leaves the page usable."""
+    The label store (`labels` opens it) opens only on Import, so a data directory it cannot open (read-only) leaves
+    the page usable."""
     st.markdown("#### Import a query set for labeling")
     flash = st.session_state.pop(f"{key}-flash", None)
     if flash:
@@ -50,10 +51,9 @@ def render_query_set_import(key: str = "qs") -> None:
     assert upload is not None
     try:
         text = upload.getvalue().decode("utf-8-sig")
-        cfg = app_state.settings()
-        store = label_store(str(cfg.data_dir))
+        store = labels()
         found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name),
-                               max_queries=cfg.max_query_set)
+                               max_queries=max_queries)
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")
         return

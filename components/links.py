@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from components.text import clean, short
+from ui_text import clean
 
 PATH_MODES = {"explore": "Explore a neighbourhood", "why": "Why are these connected?"}
-
-
-def entity_label(name: str, type_: str) -> str:
-    """How the Paths pickers name an entity, and keep it in the URL: `name (type)`, both shortened."""
-    return f"{clean(short(name, 80))} ({clean(short(type_, 30))})"
 
 
 def paths_params(graph: str, start: str, end: str) -> dict[str, str]:

@@ -13,15 +13,14 @@ import streamlit as st
 
 from components.graph_roles import TRAVERSAL_ROLES, draw
 from components.graph_view import GraphMarks
-from components.text import clean, md_code, md_literal, result_key, short
 from components.trace import render_warnings
-from retrieval.config import Settings
 from retrieval.errors import ValidationError
 from retrieval.explore.export import save_to_memory, stored_subgraph, to_graphml, to_json
-from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, list_tenants, open_memory
-from retrieval.graph.runtime import KG
+from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, list_tenants
 from retrieval.graph.traverse import MAX_DEPTH, Direction
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
+from ui_records import LiveGraph
+from ui_text import clean, md_code, md_literal, result_key, short
 
 DEFAULT = "default"
 DIRECTIONS = {"out": "outgoing →", "both": "both ways", "in": "← incoming"}
@@ -32,16 +31,6 @@ COUNTERS = (
     ("graph_memory_retrievals_total", "Retrievals"),
     ("graph_memory_traversals_total", "Traversals"),
 )
-
-
-@st.cache_resource(show_spinner=False)
-def _memory(_cfg: Settings, data_dir: str) -> GraphMemory:
-    return open_memory(_cfg)
-
-
-def memory_store(cfg: Settings) -> GraphMemory:
-    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up."""
-    return _memory(cfg, str(cfg.data_dir))
 
 
 def generation() -> int:
@@ -290,8 +279,8 @@ def render_delete(memory: GraphMemory, g: StoredGraph) -> None:
         st.rerun()
 
 
-def render_stored_graph(memory: GraphMemory, g: StoredGraph, kg: KG | None = None) -> None:
-    """The graph on the left; traverse, contents, export and delete on the right. With `kg` (the opened graph),
+def render_stored_graph(memory: GraphMemory, g: StoredGraph, live: LiveGraph | None = None) -> None:
+    """The graph on the left; traverse, contents, export and delete on the right. With `live` (the opened graph),
     a click on a node it holds shows the engine's details and a double-click expands it."""
     title = g.metadata.get("title")
     st.markdown(f"#### {md_literal(title if isinstance(title, str) and title else g.graph_id)}")
@@ -308,7 +297,7 @@ def render_stored_graph(memory: GraphMemory, g: StoredGraph, kg: KG | None = Non
         with delete_tab:
             render_delete(memory, g)
     with left:
-        draw(stored_subgraph(g), traversal_marks(traversal), TRAVERSAL_ROLES, max_nodes=300, height=600, kg=kg,
+        draw(stored_subgraph(g), traversal_marks(traversal), TRAVERSAL_ROLES, max_nodes=300, height=600, live=live,
              key="kg-memory", stem=f"memory-{g.graph_id}")
 
 
@@ -325,9 +314,10 @@ def render_downloads(subgraph: Subgraph, metadata: Mapping[str, Any], stem: str,
                         on_click="ignore", use_container_width=True)
 
 
-def export_popover(cfg: Settings, subgraph: Subgraph, *, key: str, stem: str, title: str,
+def export_popover(memory: Callable[[], GraphMemory], subgraph: Subgraph, *, key: str, stem: str, title: str,
                    keywords: Sequence[str], tags: Sequence[str], metadata: Mapping[str, Any]) -> None:
-    """An Export popover: JSON, GraphML, and a form that saves the shown subgraph to Graph Memory."""
+    """An Export popover: JSON, GraphML, and a form that saves the shown subgraph to Graph Memory (`memory`
+    opens it, on a save only)."""
     digest = result_key(*(n.id for n in subgraph.nodes), "\x1e", *(e.id for e in subgraph.edges))
     with st.popover("Export", icon=":material/ios_share:", key=f"{key}-pop"):
         st.markdown(f"**Download** the {len(subgraph.nodes)} entities and {len(subgraph.edges)} relations shown")
@@ -343,7 +333,7 @@ def export_popover(cfg: Settings, subgraph: Subgraph, *, key: str, stem: str, ti
             tg = st.text_input("Tags", ", ".join(tags), help="Comma-separated; a search can require them")
             save = st.form_submit_button("Save to Graph Memory", type="primary", icon=":material/save:")
     if save:
-        result = save_to_memory(memory_store(cfg), tenant.strip(), ns.strip(), subgraph, keywords=split_words(kw),
+        result = save_to_memory(memory(), tenant.strip(), ns.strip(), subgraph, keywords=split_words(kw),
                                 tags=split_words(tg), metadata={**metadata, "title": name.strip()})
         st.session_state[f"{key}-saved"] = (digest, result, tenant.strip(), ns.strip())
         if result.ok:

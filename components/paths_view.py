@@ -3,69 +3,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from components.annotator import grading_target
 from components.facts import rank_of
 from components.grader import GradeRow, GradeTarget, Tag, render_grader
-from components.graph_instrument import ExpandHooks, expansion, view_edges
+from components.graph_instrument import ExpandHooks
 from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw_view
 from components.graph_view import GraphMarks
-from components.links import entity_label
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
 from components.sources import group_sources, quote
-from components.text import clean, md_code, md_literal, result_key, short, slug
 from components.trace import render_warnings
-from retrieval.config import Settings
 from retrieval.errors import NotFoundError, ValidationError
+from retrieval.evaluation.labels import LabelStore
 from retrieval.explore.export import merge_subgraphs, suggest_keywords
+from retrieval.explore.memory import GraphMemory
 from retrieval.graph.runtime import KG
-from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, bfs, degrees, k_shortest_paths, resolve_entity
+from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, resolve_entity
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
+from ui_records import EntityCatalog, LiveGraph
+from ui_text import clean, md_code, md_literal, result_key, short, slug
 
-PICKER_LIMIT = 1000  # entities offered in a picker (best-connected first); any other is found by typing its name
 EXTRA_IDS = "paths-extra-ids"
-
-
-# --- the graph's vocabulary, once per version -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EntityCatalog:
-    """Picker options and filter vocabularies of one graph version."""
-
-    options: tuple[str, ...]  # entity ids offered by the pickers, sorted by label
-    labels: Mapping[str, str]  # id -> "name (type)" for every entity
-    by_label: Mapping[str, str]  # and back (a bound picker keeps its label in the URL)
-    relation_types: tuple[str, ...]
-    node_types: tuple[str, ...]
-    count: int
-
-    def label(self, entity_id: object) -> str:
-        key = clean(entity_id)
-        return self.labels.get(key, key)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Reading entity names…")
-def entity_catalog(_kg: KG, version: str) -> EntityCatalog:
-    a = _kg.index.arrays
-    labels = {i: entity_label(n, t) for i, n, t in zip(a.node_ids, a.node_names, a.node_types, strict=True)}
-    degree = degrees(_kg.index)
-    top = np.argsort(-degree, kind="stable")[:PICKER_LIMIT]
-    options = sorted((a.node_ids[i] for i in top.tolist()), key=lambda i: labels[i].lower())
-    by_label: dict[str, str] = {}
-    for i, lab in labels.items():
-        by_label.setdefault(lab, i)
-    return EntityCatalog(tuple(options), labels, by_label, tuple(sorted(set(a.relation_types))),
-                         tuple(sorted(set(a.node_types))), len(a.node_ids))
 
 
 def _resolve_typed(kg: KG, key: str) -> None:
@@ -104,24 +70,6 @@ def entity_picker(kg: KG, cat: EntityCatalog, label: str, key: str, help: str | 
     if note:
         st.caption(md_literal(note))
     return value if isinstance(value, str) and value in kg.index.id_to_idx else None
-
-
-# --- cached traversals ------------------------------------------------------------------------
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def traversal(_kg: KG, version: str, start: str, depth: int, direction: str, rels: tuple[str, ...],
-              budget: int) -> TraversalResult:
-    return bfs(_kg.index, start, depth, relation_types=rels or None, direction=direction,  # type: ignore[arg-type]
-               node_budget=budget, details=_kg.graph)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def ranked_paths(_kg: KG, version: str, a: str, b: str, k: int, hops: int, query: str,
-                 rels: tuple[str, ...]) -> PathResult:
-    return k_shortest_paths(_kg.index, a, b, k, hops, query=query, relation_types=rels or None,
-                            details=_kg.graph, vectors=_kg.vectors,
-                            embedder=_kg.embedder if query.strip() else None)
 
 
 # --- Explore: BFS, then step-by-step expansion with back/forward ------------------------------
@@ -244,14 +192,13 @@ class ExploreView:
     hidden: int  # entities hidden by the entity-type filter
 
 
-def explore_view(kg: KG, params: ExploreParams, hist: History) -> ExploreView:
-    base = traversal(kg, kg.version, params.start, params.depth, params.direction, params.relation_types,
-                     params.budget)
+def explore_view(live: LiveGraph, params: ExploreParams, hist: History) -> ExploreView:
+    base = live.bfs(params.start, params.depth, params.direction, params.relation_types, params.budget)
     step_budget = max(10, min(params.budget, 40))
-    steps = tuple(expansion(kg, kg.version, node, step_budget, params.direction, params.relation_types)
+    steps = tuple(live.expand(node, step_budget, params.direction, params.relation_types)
                   for node in hist.steps[: hist.pos])
     merged = merge_subgraphs([base.subgraph, *(s.subgraph for s in steps)])
-    closing = view_edges(kg, kg.version, tuple(sorted(n.id for n in merged.nodes)), params.relation_types)
+    closing = live.edges(tuple(sorted(n.id for n in merged.nodes)), params.relation_types)
     merged = merge_subgraphs([merged], closing.edges)
     links = parents(params.start, (base, *steps))
     shown, hidden = _type_filter(merged, links, params.entity_types, {params.start, *hist.steps[: hist.pos]})
@@ -501,18 +448,22 @@ def _toolbar(summary: str) -> tuple[Any, Any]:
     return tool, st.container()
 
 
-def _export(cfg: Settings, slots: tuple[Any, Any], subgraph: Subgraph, key: str, **export: Any) -> None:
+def _export(memory: Callable[[], GraphMemory], slots: tuple[Any, Any], subgraph: Subgraph, key: str,
+            **export: Any) -> None:
     tool, notice = slots
     with tool:
-        export_popover(cfg, subgraph, key=key, **export)
+        export_popover(memory, subgraph, key=key, **export)
     with notice:
         saved_notice(subgraph, key=key)
 
 
-def render_explore(cfg: Settings, kg: KG, cat: EntityCatalog, params: ExploreParams) -> None:
-    """Summary and export on top; the graph left; expansion controls, history and the entity table right."""
+def render_explore(memory: Callable[[], GraphMemory], live: LiveGraph, cat: EntityCatalog,
+                   params: ExploreParams) -> None:
+    """Summary and export on top; the graph left; expansion controls, history and the entity table right (an
+    export is saved to the Graph Memory `memory` opens)."""
+    kg = live.kg
     hist = history_for(params)
-    view = explore_view(kg, params, hist)
+    view = explore_view(live, params, hist)
     start = view.base.subgraph.nodes[0].name  # BFS order: the start comes first
     slots = _toolbar(explore_summary(view))
     render_warnings(warnings_of(view.base, *view.steps))
@@ -522,19 +473,22 @@ def render_explore(cfg: Settings, kg: KG, cat: EntityCatalog, params: ExplorePar
         render_view_table(view, hist)
     with left:
         _, shown = draw_view(view.subgraph, explore_marks(params, hist, view, picked), EXPLORE_ROLES,
-                             max_nodes=min(max(len(view.subgraph.nodes), 1), 1000), height=640, kg=kg,
+                             max_nodes=min(max(len(view.subgraph.nodes), 1), 1000), height=640, live=live,
                              key="kg-paths-explore", hooks=hooks(hist), scene=params.key,
                              base_ids=frozenset(n.id for n in view.base.subgraph.nodes),
                              anchors={node: link[0] for node, link in view.links.items()},
                              stem=stem("neighbourhood", start))
-    _export(cfg, slots, shown, "explore-export", stem=stem("neighbourhood", start),
+    _export(memory, slots, shown, "explore-export", stem=stem("neighbourhood", start),
             title=f"Neighbourhood of {start}", keywords=suggest_keywords(shown, [start]), tags=["explore"],
             metadata={"source": "paths/explore", "graph": kg.name, "version": kg.version, "start": params.start,
                       "depth": params.depth, "expanded": hist.steps[: hist.pos]})
 
 
-def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chunk]) -> None:
-    """Summary and export on top; the paths graph left; ranked paths, the picked one's story and sources right."""
+def render_why(memory: Callable[[], GraphMemory], labels: Callable[[], LabelStore], live: LiveGraph,
+               result: PathResult, chunks: dict[str, Chunk]) -> None:
+    """Summary and export on top; the paths graph left; ranked paths, the picked one's story and sources right
+    (grades go to the label store `labels` opens, an export to the Graph Memory `memory` opens)."""
+    kg = live.kg
     a, b = result.source.name, result.target.name
     slots = _toolbar(paths_summary(result))
     render_warnings(result.warnings)
@@ -543,7 +497,7 @@ def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chun
                            "to": result.target.id, "query": result.query, "k": result.k,
                            "max_hops": result.max_hops}}
     if not result.paths:
-        _export(cfg, slots, result.subgraph, "why-export", keywords=suggest_keywords(result.subgraph, [a, b]),
+        _export(memory, slots, result.subgraph, "why-export", keywords=suggest_keywords(result.subgraph, [a, b]),
                 **export)
         return
     left, right = st.columns([11, 9], gap="medium")
@@ -553,7 +507,7 @@ def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chun
             picked = render_paths_table(result, key="why-" + result_key(kg.version, result.source.id,
                                                                       result.target.id, result.query,
                                                                       str(result.k), str(result.max_hops)),
-                                        target=grading_target(kg.version))
+                                        target=grading_target(labels, kg.version))
             if picked is None:
                 st.caption("Pick a path to highlight it in the graph and read it hop by hop with its sources.")
             else:
@@ -563,5 +517,5 @@ def render_why(cfg: Settings, kg: KG, result: PathResult, chunks: dict[str, Chun
     with left:
         sub = result.subgraph  # its total counts the searched region; here only the paths are drawn
         _, shown = draw_view(sub.model_copy(update={"total_nodes": len(sub.nodes)}), path_marks(result, picked),
-                             PATH_ROLES, max_nodes=300, height=600, kg=kg, key="kg-paths-why", stem=export["stem"])
-    _export(cfg, slots, shown, "why-export", keywords=suggest_keywords(shown, [a, b]), **export)
+                             PATH_ROLES, max_nodes=300, height=600, live=live, key="kg-paths-why", stem=export["stem"])
+    _export(memory, slots, shown, "why-export", keywords=suggest_keywords(shown, [a, b]), **export)

@@ -15,7 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from components.graph_view import GraphMarks, render_graph
-from components.text import clean, md_code, md_literal, short
 from retrieval.answer.fewshot import FewShotManager
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError, ValidationError
@@ -24,6 +23,8 @@ from retrieval.graph.catalog import GraphHandle
 from retrieval.graph.runtime import KG
 from retrieval.models import QueryResult
 from retrieval.stores.console import ConsoleError
+from ui_records import LiveGraph
+from ui_text import clean, md_code, md_literal, short
 
 QUERY, PARAMS, HISTORY, RUN_NOW = "console-query", "console-params", "console-history", "console-run-now"
 HISTORY_SIZE = 30
@@ -115,7 +116,7 @@ def result_frame(result: QueryResult) -> pd.DataFrame:
     return frame
 
 
-def render_result(result: QueryResult, kg: KG) -> None:
+def render_result(result: QueryResult, live: LiveGraph) -> None:
     st.markdown(f"**{result.showing}** · {result.elapsed_ms:.0f} ms · read-only {md_literal(result.backend)} · "
                 f"time limit {result.timeout_ms / 1000:g} s · at most {result.max_rows:,} rows shown")
     graph = result.subgraph
@@ -124,7 +125,7 @@ def render_result(result: QueryResult, kg: KG) -> None:
         with left:
             st.dataframe(result_frame(result), hide_index=True, height=min(560, 40 + 35 * len(result.rows)))
         with right:
-            render_graph(graph, GraphMarks(), max_nodes=150, height=520, kg=kg, key="kg-query", stem="query")
+            render_graph(graph, GraphMarks(), max_nodes=150, height=520, live=live, key="kg-query", stem="query")
     else:
         st.dataframe(result_frame(result), hide_index=True)
         st.caption("No nodes or relationships in these columns: return `a, r, b` or a path `p` to see them drawn.")
@@ -165,9 +166,10 @@ def render_history() -> None:
                          help="Run this query again")
 
 
-def render_console(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
-    render_natural_language(cfg, kg, handle)
-    render_examples(cfg, kg)
+def render_console(cfg: Settings, live: LiveGraph, handle: GraphHandle) -> None:
+    """Question to Cypher, examples, the editor, the last outcome (its graph drawn live) and the history."""
+    render_natural_language(cfg, live.kg, handle)
+    render_examples(cfg, live.kg)
     query = st.text_area("Cypher (one read statement)", key=QUERY, height=130,
                          placeholder="MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b LIMIT 25")
     params = st.text_area("Parameters (a JSON object; sent as query parameters, never pasted into the text)",
@@ -179,5 +181,5 @@ def render_console(cfg: Settings, kg: KG, handle: GraphHandle) -> None:
     if last is not None and "error" in last:
         st.error(md_literal(last["error"]), icon=ICONS.get(last["status"], ":material/error:"))
     elif last is not None:
-        render_result(last["result"], kg)
+        render_result(last["result"], live)
     render_history()

@@ -17,13 +17,13 @@ from components.annotator import current_annotator
 from components.facts import where_of
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from components.search_form import render_examples
-from components.text import clean, md_code, md_literal, short
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.consensus import current_labels
 from retrieval.evaluation.evaluate import EvalReport
 from retrieval.evaluation.inspect import POOL_KINDS, Inspection, Pool, PoolKind, pool_kind_of
 from retrieval.evaluation.labels import Label, LabelStore, make_label
 from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels, export_run, parse_qrels, parse_queries
+from ui_text import clean, md_code, md_literal, short
 
 POOL_HELP = {
     "facts": "KG retriever facts (PPR + traced paths), retrieved with rerank = none",

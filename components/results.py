@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import app_state
 from components.annotator import grading_target
 from components.facts import (
     channel_badge,
@@ -31,12 +30,14 @@ from components.graph_view import GraphMarks, render_graph, render_view
 from components.memory_view import export_popover, saved_notice
 from components.search_form import MODE_LABELS
 from components.sources import render_sources
-from components.text import clean, md_code, md_literal, slug
 from components.trace import render_trace, render_warnings, total_ms
+from retrieval.evaluation.labels import LabelStore
 from retrieval.explore.export import suggest_keywords, to_graphml
+from retrieval.explore.memory import GraphMemory
 from retrieval.graph.index import SCHEMA_EDGES
-from retrieval.graph.runtime import KG
-from retrieval.models import Chunk, SearchResult, Subgraph, VerbalizedFact
+from retrieval.models import SearchResult, Subgraph, VerbalizedFact
+from ui_records import LiveGraph
+from ui_text import clean, md_code, md_literal, slug
 
 
 def marks_for(result: SearchResult, fact: VerbalizedFact | None = None) -> GraphMarks:
@@ -51,11 +52,6 @@ def marks_for(result: SearchResult, fact: VerbalizedFact | None = None) -> Graph
         focus_nodes=fact.entity_ids if fact else (),
         focus_edges=fact.relation_ids if fact else (),
     )
-
-
-def cited_chunk_ids(result: SearchResult) -> tuple[str, ...]:
-    ids = [c for f in result.facts for c in (*f.chunk_ids, *(s.chunk_id for s in f.sources)) if c]
-    return tuple(dict.fromkeys(ids))
 
 
 def summary_line(result: SearchResult) -> str:
@@ -151,15 +147,16 @@ def render_books(result: SearchResult, *, key: str, target: GradeTarget) -> None
 
 
 def render_result(
-    result: SearchResult, chunks: dict[str, Chunk], agent_md: str, *, key: str, node_budget: int = 120,
-    kg: KG | None = None,
+    result: SearchResult, agent_md: str, *, key: str, labels: Callable[[], LabelStore],
+    memory: Callable[[], GraphMemory], node_budget: int = 120, live: LiveGraph | None = None,
     answer_tab: Callable[[], None] | None = None,
 ) -> int | None:
     """Side by side: graph left, tabs right (tabs alone when a tool result has no subgraph).
 
-    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; with `kg` the graph answers
-    clicks (details), double-clicks (expansion) and context actions; `answer_tab` draws an Answer tab after
-    Facts. Returns the picked fact index.
+    `agent_md` is the agent Markdown for KG, the CLI listing for the tool modes; the sources are the chunks the
+    result carries; grades go to the label store `labels` opens and an export is saved to the Graph Memory
+    `memory` opens; with `live` (the opened graph) the graph answers clicks (details), double-clicks (expansion)
+    and context actions; `answer_tab` draws an Answer tab after Facts. Returns the picked fact index.
     """
     kg_mode = result.mode == "kg"
     has_graph = kg_mode or bool(result.subgraph.nodes)
@@ -173,11 +170,11 @@ def render_result(
         left, right = st.columns([1, 1], gap="medium")
         with left:
             fact = result.facts[picked] if picked is not None else None
-            _, view = render_view(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600, kg=kg,
-                                  key="kg-search", scores={"PPR in this search": result.entity_ppr},
+            _, view = render_view(result.subgraph, marks_for(result, fact), max_nodes=node_budget, height=600,
+                                  live=live, key="kg-search", scores={"PPR in this search": result.entity_ppr},
                                   stem=file_stem(result.query))
         with tool:  # exports the view as it is now: expanded, without hidden nodes
-            export_popover(app_state.settings(), view, key=f"export-{key}", stem=file_stem(result.query),
+            export_popover(memory, view, key=f"export-{key}", stem=file_stem(result.query),
                            title=result.query[:200], keywords=list(suggest_keywords(view)),
                            tags=["search"], metadata={"source": "search", "query": result.query,
                                                       "version": result.graph_version, "mode": result.mode})
@@ -185,7 +182,7 @@ def render_result(
             saved_notice(view, key=f"export-{key}")
     else:
         right = st.container()
-    target = grading_target(result.graph_version)
+    target = grading_target(labels, result.graph_version)
     with right:
         labels = ["Facts", *(["Answer"] if answer_tab else []), *(["Books"] if result.groups else []), "Sources",
                   "Agent context" if kg_mode else "Listing", "Trace"]
@@ -197,7 +194,7 @@ def render_result(
                 fact = result.facts[picked]
                 if not kg_mode:
                     st.markdown(f"{channel_badge(fact)} {md_literal(citation_of(fact))}")
-                render_fact_detail(picked, fact, chunks)
+                render_fact_detail(picked, fact, result.chunks)
             else:
                 st.caption("Pick a fact (click, or Enter) to highlight its path in the graph and see its sources."
                            if has_graph else "Pick a fact (click, or Enter) to see its sources.")
@@ -208,7 +205,7 @@ def render_result(
             with tabs["Books"]:
                 render_books(result, key=key, target=target)
         with tabs["Sources"]:
-            render_sources(result.facts, chunks, query=result.query, key=f"sources-{key}", target=target,
+            render_sources(result.facts, result.chunks, query=result.query, key=f"sources-{key}", target=target,
                            picked=picked)
         with tabs["Agent context" if kg_mode else "Listing"]:
             render_agent_context(agent_md, file_stem(result.query), mode=result.mode)

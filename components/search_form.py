@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from components.text import md_code
 from retrieval.models import SearchParams
 from retrieval.search.tools import HybridParams, ToolParams
+from ui_text import md_code
 
 _DEFAULT = SearchParams.model_validate({})
 HOPS = ("auto", "1", "2", "3", "4")

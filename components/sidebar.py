@@ -7,11 +7,11 @@ from typing import Any
 
 import streamlit as st
 
-from app_state import Capability
 from components.annotator import annotator_box
-from components.text import md_code, md_literal
 from retrieval.config import Settings
 from retrieval.graph.catalog import GraphHandle
+from ui_records import Capability
+from ui_text import md_code, md_literal
 
 BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
 _COLORS = {"live": "green", "loading": "blue", "off": "gray"}

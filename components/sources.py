@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from components.grader import GradeRow, GradeTarget, Tag, render_grader
-from components.text import md_literal, short
 from retrieval.items import chunk_item_id
 from retrieval.models import Chunk, VerbalizedFact
+from ui_text import md_literal, short
 
 
 @dataclass

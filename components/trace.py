@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from components.text import esc, md_code, md_literal, short
 from retrieval.models import Entity, EvidenceStrength, SearchResult, SemanticPath, StageTiming
+from ui_text import esc, md_code, md_literal, short
 
 
 def total_ms(result: SearchResult) -> float:

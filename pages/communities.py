@@ -7,8 +7,8 @@ import streamlit as st
 
 import app_state
 from components import communities_view as cv
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 cfg = app_state.settings()
 st.markdown("### Communities")
@@ -25,7 +25,7 @@ try:
     st.caption(f"{len(index.communities)} communities, {source}. Pick one to read it beside its subgraph.")
     picked = cv.community_list(index, cv.level_picker(index))
     if picked is not None:
-        cv.render_community(kg, index, picked, focus)
+        cv.render_community(app_state.live_graph(kg), index, picked, focus)
     cv.render_unattached(index)
 except RetrievalError as exc:
     st.error(f"Cannot read the communities: {md_literal(exc)}", icon=":material/error:")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 import app_state
 from components import ingest_panel as ip
 from components.fewshot_editor import render_fewshot_editor
 from components.labeling import render_query_set_import
-from components.text import md_literal
 from retrieval.config import DEMO_DIR
 from retrieval.errors import RetrievalError
 from retrieval.graph import catalog
+from ui_text import md_literal
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -57,7 +59,7 @@ with right:
     st.caption("Formats: the native bundle (docs/bundle-format.md), HippoRAG OpenIE output, a GraphRAG output "
                "folder, a LightRAG working dir, GraphML, nodes.csv + relationships.csv, or documents (.txt, .md, .pdf, "
                ".epub; see the README).")
-    render_query_set_import("data-qs")
+    render_query_set_import(partial(app_state.label_store, cfg), "data-qs", max_queries=cfg.max_query_set)
 
 if handle is not None:
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 import app_state
@@ -12,19 +14,20 @@ cfg = app_state.settings()
 st.markdown("### Labeling")
 handle, kg = app_state.page_graph(cfg, "label")
 st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
-target = grading_target(kg.version, required=True)
+labels = partial(app_state.label_store, cfg)
+target = grading_target(labels, kg.version, required=True)
 qset = lab.choose_set(target.store)
 if qset is None:
     st.caption("Import a query set to start: each query's candidates are pooled from every search mode and reranker, "
                "then graded blind, query by query, with the keyboard.")
-    lab.render_query_set_import()
+    lab.render_query_set_import(labels, max_queries=cfg.max_query_set)
     st.stop()
 queue_tab, sets_tab, agree_tab, export_tab = st.tabs(["Queue", "Query sets and pools", "Agreement", "Export"])
 with queue_tab:
     lab.render_queue(target.store, qset, target)
 with sets_tab:
     lab.render_pool(kg, target.store, qset)
-    lab.render_query_set_import()
+    lab.render_query_set_import(labels, max_queries=cfg.max_query_set)
 with agree_tab:
     lab.render_agreement(target.store, qset, kg.version)
 with export_tab:

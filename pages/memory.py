@@ -6,10 +6,10 @@ import streamlit as st
 
 import app_state
 from components import memory_view as mv
-from components.text import md_literal, result_key
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
-memory = mv.memory_store(cfg)
+memory = app_state.memory_store(cfg)
 
 head, counters = st.columns([3, 2], vertical_alignment="bottom")
 head.markdown("### Graph Memory")
@@ -32,7 +32,8 @@ if scope is not None:
                                       key=result_key(scope.tenant, str(scope.namespace), query, *tags))
         graph = mv.open_graph(memory, picked) if picked is not None else None
         if graph is not None:
-            mv.render_stored_graph(memory, graph, app_state.open_kg_or_none(cfg))
+            kg = app_state.open_kg_or_none(cfg)
+            mv.render_stored_graph(memory, graph, app_state.live_graph(kg) if kg is not None else None)
 
 with counter_slot.container():
     mv.render_counters(memory)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 import app_state
 from components import paths_view as pv
 from components.links import PATH_MODES as MODES
 from components.search_form import url_choice_notice
-from components.text import md_literal
 from retrieval.errors import RetrievalError
+from ui_text import md_literal
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -27,7 +29,8 @@ mode = st.segmented_control("Mode", list(MODES), format_func=MODES.get, default=
                             key="mode", bind="query-params", label_visibility="collapsed")
 try:
     kg = app_state.open_kg(cfg, handle)
-    cat = pv.entity_catalog(kg, kg.version)
+    cat = app_state.entity_catalog(kg)
+    live, memory = app_state.live_graph(kg), partial(app_state.memory_store, cfg)
     if mode == "why":
         why = pv.why_controls(kg, cat)
         if why is None:
@@ -35,15 +38,15 @@ try:
                        "with a question, by how well the relations read like it. Each path cites its sources.")
             st.stop()
         with st.spinner("Finding paths…"):
-            result = pv.ranked_paths(kg, kg.version, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
+            result = app_state.ranked_paths(kg, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
             chunks = app_state.chunks(kg, kg.version, pv.path_chunk_ids(result))
-        pv.render_why(cfg, kg, result, chunks)
+        pv.render_why(memory, partial(app_state.label_store, cfg), live, result, chunks)
     else:
         params = pv.explore_controls(kg, cat)
         if params is None:
             st.caption("Pick a start entity: its neighbourhood is drawn within the depth and filters, best-connected "
                        "first, then expand any entity's neighbours step by step (Back/Forward undo and redo).")
             st.stop()
-        pv.render_explore(cfg, kg, cat, params)
+        pv.render_explore(memory, live, cat, params)
 except RetrievalError as exc:
     st.error(f"Traversal failed: {md_literal(exc)}", icon=":material/error:")

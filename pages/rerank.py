@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 import app_state
-from components import rerank_state as state
 from components import rerank_view as view
 from components.annotator import grading_target
-from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.consensus import shown_labels
 from retrieval.evaluation.evaluate import evaluate
 from retrieval.evaluation.inspect import apply_rerankers, pool_order
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 handle = app_state.current_handle(cfg)
@@ -29,20 +30,20 @@ knobs = view.what_if(req.kind)
 try:
     kg = app_state.open_kg(cfg, handle)
     with st.spinner("Retrieving the candidate pool…"):
-        pool = state.pool(kg, req.query, req.kind, req.size)
+        pool = app_state.pool(kg, req.query, req.kind, req.size)
 except RetrievalError as exc:
     st.error(f"Retrieval failed: {md_literal(exc)}", icon=":material/error:")
     st.stop()
 
-chosen = state.rerankers(cfg, kg, knobs.alpha, knobs.lambda_)
+chosen = app_state.rerankers(cfg, kg, knobs.alpha, knobs.lambda_)
 inspection = apply_rerankers(pool.query, pool_order(pool, knobs.text_weight), chosen.rerankers).in_order(
     [c.id for c in pool.candidates]  # rows and #positions stay in retrieval order while the knobs move
 )
 reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
-st.caption(view.trace_line(state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
+st.caption(view.trace_line(app_state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
 view.render_notes(chosen.notes, inspection, pool)
 
-grader = grading_target(kg.version, required=True)
+grader = grading_target(partial(app_state.label_store, cfg), kg.version, required=True)
 key = result_key(kg.version, req.kind, pool.query)
 view.apply_grades(inspection, grader, key)  # before this run's metrics read the labels
 all_labels = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
@@ -57,7 +58,7 @@ with metrics.container(height=view.PANEL_HEIGHT, border=False):
 view.render_candidates(inspection, grader, mine, key="grid-" + key, none_rank=req.kind == "chunks")
 
 st.markdown(f"#### All labelled queries · {req.kind} pool")
-report, runs = state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
-                                       knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
+report, runs = app_state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
+                                           knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
 view.render_all_queries(report, knobs.k)
 view.render_exchange(grader.store, kg.version, runs)

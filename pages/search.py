@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 from pydantic import ValidationError
 
@@ -9,12 +11,12 @@ import app_state
 from components.answer_view import render_answer_tab
 from components.compare_view import render_compare
 from components.nomatch_view import render_no_match
-from components.results import cited_chunk_ids, render_elsewhere, render_overview, render_result
+from components.results import render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
-from components.text import md_literal, result_key
 from retrieval.errors import RetrievalError
 from retrieval.models import SearchResult
 from retrieval.search.modes import to_text
+from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 st.markdown("### Search the knowledge graph")
@@ -51,13 +53,13 @@ def run(mode: str) -> SearchResult:
 try:
     with st.spinner("Searching…"):
         results = [run(mode) for mode in (request.mode, request.compare) if mode]
-        chunks = app_state.chunks(kg, handle.version, cited_chunk_ids(results[0])) if len(results) == 1 else {}
 except (RetrievalError, ValidationError) as exc:
     st.error(f"Search failed: {md_literal(exc)}", icon=":material/error:")
     st.stop()
 
+labels = partial(app_state.label_store, cfg)  # where grades go: opened when a list is drawn
 if len(results) == 2:
-    render_compare(*results)
+    render_compare(*results, labels=labels)
 else:
     result = results[0]
     text = to_text(result) if result.mode != "kg" else app_state.agent_markdown(
@@ -65,9 +67,11 @@ else:
     key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
                      str(request.text_weight))
     if result.no_match:
-        render_no_match(result, key=key)
+        render_no_match(result, key=key, labels=labels)
     else:
-        render_result(result, chunks, text, key=key, node_budget=request.node_budget, kg=kg,
-                      answer_tab=lambda: render_answer_tab(kg, result, key=key))
+        render_result(result, text, key=key, labels=labels, memory=partial(app_state.memory_store, cfg),
+                      node_budget=request.node_budget, live=app_state.live_graph(kg),
+                      answer_tab=lambda: render_answer_tab(cfg, kg, result, key=key,
+                                                           cross_encoder=partial(app_state.cross_encoder, cfg)))
 st.page_link("pages/rerank.py", label="Inspect the reranking of this query", icon=":material/leaderboard:",
              query_params={"inspect": request.query, "graph": handle.name})  # not `q`: Search's own box

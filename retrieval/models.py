@@ -258,6 +258,7 @@ class SearchResult(Record):
     counts: dict[str, int] = Field(default_factory=dict)  # e.g. per-channel totals
     groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # multidoc: book -> fact ids
     entity_ppr: dict[str, float] = Field(default_factory=dict)  # KG: PPR of each subgraph entity
+    chunks: dict[str, Chunk] = Field(default_factory=dict)  # the cited chunks' records (text, book, chapter) by id
     # the no-match signal (issue 17; records below): when it fires, `facts` is empty and the nearest
     # candidates are kept as `weak_matches`
     no_match: bool = False

@@ -12,6 +12,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import app_state  # noqa: E402
 from components import graph_live  # noqa: E402
 from components.graph_view import GraphMarks, graph_html, render_graph  # noqa: E402
 from retrieval.config import Settings  # noqa: E402
@@ -55,4 +56,5 @@ if view == "old":
     st.iframe(graph_html(sub, GraphMarks.of(seeds=[sub.nodes[0].id]), max_nodes=n, height=640).html, height="content")
 else:
     graph_live.load_library()
-    render_graph(sub, GraphMarks.of(seeds=[sub.nodes[0].id]), max_nodes=n, height=640, kg=kg(), key="bench")
+    render_graph(sub, GraphMarks.of(seeds=[sub.nodes[0].id]), max_nodes=n, height=640, live=app_state.live_graph(kg()),
+                 key="bench")

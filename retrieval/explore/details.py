@@ -14,20 +14,12 @@ import numpy as np
 
 from retrieval.errors import NotFoundError
 from retrieval.graph.index import GraphIndex, get_entities, relation_nodes
-from retrieval.graph.traverse import degrees, incident_edges
+from retrieval.graph.traverse import degrees, incident_edges, read_chunks
 from retrieval.models import Chunk, Entity, EntityDetails, RelationDetails, RelationLine, Subgraph
-from retrieval.stores.base import CHUNKS, GraphStore, VectorStore
+from retrieval.stores.base import GraphStore, VectorStore
 
 MAX_RELATIONS = 40
 MAX_SOURCES = 8
-_CHUNK_FIELDS = frozenset(Chunk.model_fields)
-
-
-def read_chunks(vectors: VectorStore, ids: Sequence[str]) -> dict[str, Chunk]:
-    """Chunk records (text, book, chapter) by id from DocumentChunks; ids it does not hold are left out."""
-    wanted = list(dict.fromkeys(i for i in ids if i))
-    rows = vectors.get(CHUNKS, wanted) if wanted else []
-    return {str(r["id"]): Chunk(**{k: v for k, v in r.items() if k in _CHUNK_FIELDS}) for r in rows}
 
 
 def _sources(vectors: VectorStore | None, ids: Sequence[str], limit: int) -> tuple[tuple[Chunk, ...], int]:

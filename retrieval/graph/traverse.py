@@ -7,7 +7,7 @@ normally the graph store; without one, records are built from the index arrays a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import networkx as nx
@@ -17,6 +17,7 @@ from retrieval.embedding import Embedder
 from retrieval.errors import NotFoundError, ValidationError
 from retrieval.graph.index import GraphIndex
 from retrieval.models import (
+    Chunk,
     Entity,
     GraphPath,
     NeighbourSummary,
@@ -229,27 +230,36 @@ def verbalize(nodes: Sequence[Entity], edges: Sequence[Relation]) -> str:
     return " ".join(parts)
 
 
+_CHUNK_FIELDS = frozenset(Chunk.model_fields) - {"id"}
+
+
+def chunk_record(chunk_id: str, payload: Mapping[str, Any]) -> Chunk:
+    """A DocumentChunks row, or a search hit's payload, as a Chunk record."""
+    return Chunk(id=chunk_id, **{k: v for k, v in payload.items() if k in _CHUNK_FIELDS})
+
+
+def read_chunks(vectors: VectorStore, ids: Sequence[str]) -> dict[str, Chunk]:
+    """Chunk records (text, book, chapter) by id from DocumentChunks; ids it does not hold are left out."""
+    wanted = list(dict.fromkeys(i for i in ids if i))
+    rows = vectors.get(CHUNKS, wanted) if wanted else []
+    return {str(r["id"]): chunk_record(str(r["id"]), r) for r in rows}
+
+
+def chunk_sources(chunk_ids: Sequence[str], chunks: Mapping[str, Chunk]) -> list[SourceMetadata]:
+    """SourceMetadata for chunk ids from their records (the id alone for a chunk without one)."""
+    out = []
+    for c in dict.fromkeys(c for c in chunk_ids if c):
+        chunk = chunks.get(c)
+        out.append(SourceMetadata(source=c, chunk_id=c) if chunk is None else SourceMetadata(
+            source=chunk.source or c, original_document=chunk.original_document, chapter=chunk.chapter,
+            author=chunk.author, chunk_id=c))
+    return out
+
+
 def path_sources(vectors: VectorStore | None, chunk_ids: Sequence[str]) -> list[SourceMetadata]:
     """SourceMetadata for chunk ids, read from the DocumentChunks collection (ids kept if no store)."""
     ids = list(dict.fromkeys(c for c in chunk_ids if c))
-    if not ids:
-        return []
-    if vectors is None:
-        return [SourceMetadata(source=c, chunk_id=c) for c in ids]
-    rows = {str(r.get("id")): r for r in vectors.get(CHUNKS, ids)}
-    out = []
-    for c in ids:
-        row: dict[str, Any] = rows.get(c, {})
-        out.append(
-            SourceMetadata(
-                source=str(row.get("source") or c),
-                original_document=str(row.get("original_document") or ""),
-                chapter=str(row.get("chapter") or ""),
-                author=str(row.get("author") or ""),
-                chunk_id=c,
-            )
-        )
-    return out
+    return chunk_sources(ids, read_chunks(vectors, ids) if vectors is not None and ids else {})
 
 
 # --- BFS and expansion ------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 
 from retrieval.graph.runtime import KG
 from retrieval.items import entity_item_id
-from retrieval.models import Entity, Relation, SearchResult, StageTiming, Subgraph, VerbalizedFact
+from retrieval.models import Chunk, Entity, Relation, SearchResult, StageTiming, Subgraph, VerbalizedFact
 from retrieval.search.decompose import entity_mentions, hops_for
 from retrieval.search.tools import ToolParams, embed_query, vector_search
 from retrieval.search.verbalize import with_sources
@@ -79,11 +79,12 @@ def dual_channel_search(kg: KG, query: str, limit: int = 10) -> SearchResult:
     timings += docs.timings
     warnings: list[str] = []
     graph_facts: list[VerbalizedFact] = []
+    graph_chunks: dict[str, Chunk] = {}
     sub, hops = Subgraph(), 1
     start = time.perf_counter()
     try:
         graph_facts, sub, hops = graph_context(kg, p.query, cap=2 * max(1, len(docs.facts)), qvec=qvec)
-        graph_facts = with_sources(graph_facts, kg.vectors)
+        graph_facts, graph_chunks = with_sources(graph_facts, kg.vectors)
     except Exception as exc:  # the seed requires document retrieval to survive any graph failure
         warnings.append(f"graph channel failed: {type(exc).__name__}: {exc}; document results only")
     timings.append(StageTiming(stage="graph", ms=(time.perf_counter() - start) * 1000))
@@ -102,4 +103,5 @@ def dual_channel_search(kg: KG, query: str, limit: int = 10) -> SearchResult:
         seed_ids=tuple(f.entity_ids[0] for f in graph_facts if f.scores.get("mention")),
         warnings=tuple(warnings), graph_version=kg.version,
         counts={"document": len(docs.facts), "graph": len(graph_facts), "hops": hops},
+        chunks={**docs.chunks, **graph_chunks},
     )

@@ -8,9 +8,11 @@ from collections import defaultdict
 from pydantic import Field
 
 from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import chunk_record, read_chunks
 from retrieval.items import relation_item_id
 from retrieval.models import SearchResult, StageTiming, VerbalizedFact
 from retrieval.search.tools import ToolParams, chunk_fact, embed_query
+from retrieval.search.verbalize import cited
 from retrieval.stores.base import CHUNKS, RELATIONS
 
 
@@ -64,9 +66,13 @@ def multidoc_search(
         ][: p.max_sections]
         facts.extend(chunk_facts + rel_facts)
         groups[book] = tuple(f.id for f in chunk_facts + rel_facts)
+    # the chunks' own records come with their hits; a relation's other source chunks are read in one call
+    known = {h.id: chunk_record(h.id, h.payload) for h in chunk_hits if h.id in chunk_ids}
+    known |= read_chunks(kg.vectors, [c for f in facts for c in f.chunk_ids if c not in known])
     elapsed = (time.perf_counter() - start) * 1000
     return SearchResult(
         query=p.query, mode="multidoc", facts=tuple(facts), groups=groups,
         timings=(StageTiming(stage="multidoc", ms=elapsed),),
         counts={"books": len(books), "chunks": len(chunk_ids), "facts": len(facts)}, graph_version=kg.version,
+        chunks=cited(facts, known),
     )

@@ -48,7 +48,7 @@ from retrieval.search.local_search import (
     trace_destinations,
 )
 from retrieval.search.nomatch import strength
-from retrieval.search.verbalize import fact_vectors, global_fact, path_fact, with_sources
+from retrieval.search.verbalize import cited, fact_vectors, global_fact, path_fact, with_sources
 from retrieval.stores.base import CHUNKS, ENTITIES, RELATIONS, VectorHit
 
 
@@ -265,7 +265,7 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         ]
         facts = merge_facts(local_facts, global_facts)
     with trace.stage("sources"):
-        facts = with_sources(facts, kg.vectors)
+        facts, chunks = with_sources(facts, kg.vectors)
     with trace.stage("rerank"):
         facts = _rerank(kg, settings, query, facts, params, trace, fact_vecs)
 
@@ -298,5 +298,6 @@ def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: 
         warnings=tuple(dict.fromkeys(trace.warnings)),
         graph_version=kg.version,
         entity_ppr=entity_ppr,
+        chunks=cited(facts, chunks),
         evidence_strength=strength(rel_hits[0], chunk_hits, entity_hits, kg.embedder.name),
     )

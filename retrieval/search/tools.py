@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval.errors import RetrievalError
 from retrieval.graph.runtime import KG
+from retrieval.graph.traverse import chunk_record
 from retrieval.items import chunk_item_id
 from retrieval.models import MAX_QUERY_CHARS, SearchParams, SearchResult, SourceMetadata, StageTiming, VerbalizedFact
 from retrieval.stores.base import CHUNKS, VectorHit
@@ -95,6 +96,7 @@ def vector_search(kg: KG, query: str, limit: int = 10, *, qvec: np.ndarray | Non
     return SearchResult(
         query=p.query, mode="vector", facts=facts, timings=tuple(timings),
         counts={"vector": len(facts)}, graph_version=kg.version,
+        chunks={h.id: chunk_record(h.id, h.payload) for h in hits},
     )
 
 
@@ -160,6 +162,7 @@ def hybrid_search(kg: KG, query: str, limit: int = 10, text_weight: float = 0.3)
     return SearchResult(
         query=p.query, mode="hybrid", facts=facts, timings=tuple(timings), warnings=tuple(warnings),
         counts={"bm25": len(bm25_hits), "vector": len(vec_hits)}, graph_version=kg.version,
+        chunks={cid: chunk_record(cid, payloads[cid]) for cid, *_ in fused if cid in payloads},
     )
 
 
@@ -208,4 +211,5 @@ def comprehensive_search(
         seed_ids=graph.seed_ids if graph else (), destination_ids=graph.destination_ids if graph else (),
         graph_version=kg.version,
         evidence_strength=graph.evidence_strength if graph else None,  # the graph channel measured it already
+        chunks={c: chunk for r in results.values() for c, chunk in r.chunks.items()},
     )

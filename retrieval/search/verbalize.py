@@ -6,14 +6,15 @@ direction); global relations: `A --[REL]--> B: description` (seed "Task 22: Know
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from retrieval.embedding import Embedder
-from retrieval.graph.traverse import path_sources, verbalize
+from retrieval.graph.traverse import chunk_sources, read_chunks, verbalize
 from retrieval.items import path_item_id, relation_item_id
 from retrieval.models import (
+    Chunk,
     Entity,
     EvidenceStrength,
     GlobalRelation,
@@ -106,10 +107,12 @@ def fact_vectors(store: VectorStore, embedder: Embedder, facts: Sequence[Verbali
 
 def with_sources(
     facts: Sequence[VerbalizedFact], vectors: VectorStore, max_per_fact: int = 5
-) -> list[VerbalizedFact]:
-    """Resolve every fact's chunk ids to SourceMetadata in ONE store call; dedup per fact by (source, book)."""
-    ids = list(dict.fromkeys(c for f in facts for c in f.chunk_ids))
-    by_chunk = {s.chunk_id: s for s in path_sources(vectors, ids)} if ids else {}
+) -> tuple[list[VerbalizedFact], dict[str, Chunk]]:
+    """Resolve every fact's chunk ids to SourceMetadata in ONE store call; dedup per fact by (source, book).
+    Also returns the chunk records that call read, by id, so the result carries their text without a second read."""
+    ids = list(dict.fromkeys(c for f in facts for c in f.chunk_ids if c))
+    chunks = read_chunks(vectors, ids) if ids else {}
+    by_chunk = {s.chunk_id: s for s in chunk_sources(ids, chunks)}
     out = []
     for fact in facts:
         seen: dict[tuple[str, str], SourceMetadata] = {}
@@ -118,7 +121,13 @@ def with_sources(
             if src is not None:
                 seen.setdefault((src.source, src.original_document), src)
         out.append(fact.model_copy(update={"sources": tuple(seen.values())[:max_per_fact]}))
-    return out
+    return out, chunks
+
+
+def cited(facts: Iterable[VerbalizedFact], chunks: Mapping[str, Chunk]) -> dict[str, Chunk]:
+    """The records of the chunks `facts` cite (their chunk ids and sources), in citation order."""
+    ids = dict.fromkeys(c for f in facts for c in (*f.chunk_ids, *(s.chunk_id for s in f.sources)) if c)
+    return {c: chunks[c] for c in ids if c in chunks}
 
 
 def source_line(sources: Sequence[SourceMetadata]) -> str:

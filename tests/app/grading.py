@@ -4,9 +4,20 @@ and a grade log as the browser would send it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
+
+
+def page_stores() -> dict[str, Callable[[], Any]]:
+    """The openers of the label store and Graph Memory that a page hands a result view: the app's own, for the
+    data dir of this run's environment."""
+    import app_state
+
+    cfg = app_state.settings()
+    return {"labels": partial(app_state.label_store, cfg), "memory": partial(app_state.memory_store, cfg)}
 
 
 def grader_keys(at: AppTest) -> list[str]:

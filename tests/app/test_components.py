@@ -13,7 +13,6 @@ from components.facts import fact_row, rank_of, score_keys
 from components.graph_view import GraphMarks, graph_html, pick_nodes
 from components.results import marks_for
 from components.sources import group_sources
-from components.text import clean, md_code, md_literal
 from retrieval.models import (
     Chunk,
     Decomposition,
@@ -28,6 +27,7 @@ from retrieval.models import (
 )
 from tests.app.grading import grader_data
 from tests.app.graphs import graph_payloads
+from ui_text import clean, md_code, md_literal
 
 IMG = "<img src=x onerror=alert(1)>"
 SCRIPT = "</script><script>alert(1)</script>"
@@ -130,10 +130,11 @@ def test_sources_group_by_book_and_chapter_with_citing_facts() -> None:
 def _render_hostile() -> None:
     from components.results import render_result
     from retrieval.models import Chunk
+    from tests.app.grading import page_stores
     from tests.app.test_components import hostile_result
 
     chunks = {"c1": Chunk(id="c1", text="Ada wrote <script>alert(2)</script>", original_document="Book A")}
-    render_result(hostile_result(), chunks, "## Facts\n- x", key="k")
+    render_result(hostile_result().model_copy(update={"chunks": chunks}), "## Facts\n- x", key="k", **page_stores())
 
 
 def test_result_layout_renders_every_tab_with_literal_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

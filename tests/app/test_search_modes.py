@@ -195,13 +195,14 @@ def test_compare_on_the_hostile_graph_shows_payloads_as_text(app_env: Path) -> N
 def _render_partial_failure() -> None:
     from components.results import render_result
     from retrieval.models import SearchResult
+    from tests.app.grading import page_stores
     from tests.app.test_search_modes import fact
 
     result = SearchResult(
         query="q", mode="comprehensive", facts=(fact("chunk:c1", "c1"),), counts={"vector": 1, "total": 1},
         warnings=("graph search failed: RetrievalError: kuzu went away",),
     )
-    render_result(result, {}, "listing", key="k")
+    render_result(result, "listing", key="k", **page_stores())
 
 
 def test_a_tool_result_shows_its_degradation_up_front_and_takes_the_full_width(

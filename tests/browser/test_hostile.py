@@ -14,13 +14,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from components.text import short
 from retrieval.embedding import Embedder
 from retrieval.graph import catalog
 from tests.browser.conftest import FRESH_GRAPH_DRAWN, mark_graphs_stale, settle, wait_graph_drawn
 from tests.browser.test_search_page import FACT_TABLE, click_fact_row
 from tests.data.hostile.graph import GRAPH, copy_graph, hostile_data_dir
 from tests.data.hostile.make_bundle import EVIL_HOST, HUB_ID, PWNED, QUERY, Payload, accepted, load_payloads
+from ui_text import short
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.graph.runtime import KG, open_kg
+from retrieval.graph.traverse import read_chunks
 from retrieval.search.dual_channel import dual_channel_search
+from retrieval.search.modes import MODES, run_mode
 from retrieval.search.multidoc import multidoc_search
 from retrieval.search.tools import comprehensive_search, fuse_weighted, graph_search, hybrid_search, vector_search
 
@@ -101,6 +103,16 @@ def test_multidoc_groups_by_book(demo_kg: KG) -> None:
         chunks = [by_id[i] for i in ids if by_id[i].type == "document"]
         assert 1 <= len(chunks) <= 2
         assert all(c.sources[0].original_document == book for c in chunks)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_result_carries_the_records_of_the_chunks_it_cites(demo_kg: KG, mode: str) -> None:
+    """What a page used to read from DocumentChunks after the search comes with the result: every chunk a fact
+    cites (its chunk ids and its sources), as the store holds it, and no other."""
+    res = run_mode(demo_kg, mode, Q, limit=5, no_match=False)
+    cited = [c for f in res.facts for c in (*f.chunk_ids, *(s.chunk_id for s in f.sources)) if c]
+    assert res.facts and cited, mode
+    assert res.chunks == read_chunks(demo_kg.vectors, cited)
 
 
 def _broken_copy(demo_data_dir: Path, tmp_path: Path, embedder: Embedder, corrupt: str) -> KG:

@@ -37,6 +37,11 @@ def short(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
 
 
+def entity_label(name: str, type_: str) -> str:
+    """How the Paths pickers name an entity, and keep it in the URL: `name (type)`, both shortened."""
+    return f"{clean(short(name, 80))} ({clean(short(type_, 30))})"
+
+
 def md_code(value: object) -> str:
     """An inline Markdown code span showing the text literally (code spans take no escapes)."""
     text = clean(value).replace("\n", " ")
