@@ -45,8 +45,8 @@ with left:
 with right:
     st.markdown("#### Import a graph")
     ip.render_done()
-    source = ip.import_source()
-    chosen = source.upload is not None or source.folder is not None
+    source = ip.import_source(cfg)
+    chosen = source.upload is not None or bool(source.folder)
     fmt = st.segmented_control("Format", ip.FORMATS, default="auto", key="import-format")
     mapping = ip.mapping_inputs()
     if chosen and st.session_state.get("import-hint") != source.hint:  # a new source proposes its own name

@@ -117,6 +117,9 @@ def _records(path: Path, max_name: int) -> Iterator[tuple[int, list[Column], lis
         why = str(exc)
         if "unexpected end of data" in why:
             why = "a quoted field opened in this record is never closed (unterminated quote)"
+        elif "expected after" in why:
+            why = (f"a quote in this record is followed by text ({why}): an unterminated quote that ran on to a "
+                   "later one, or a quote inside a field that is not doubled")
         raise IngestError(file, start, "csv", why) from exc
 
 
