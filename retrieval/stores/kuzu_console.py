@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -38,8 +40,20 @@ _DATABASE = "kuzu"
 _COPY_LOCK = threading.Lock()
 _STALE_S = 3600.0  # an unfinished copy older than this was left by a killed process
 _CHILD = Path(__file__).with_name("kuzu_console_child.py")
-_CHILD_GRACE_S = 30.0  # beyond the query's own time limit: the child's start and the database's open
+_CHILD_GRACE_S = 30.0  # beyond the query's own time limit: a worker's start and the database's open
 CHECK_PLAN = True  # refuse what reaches outside the graph (tests switch it off to show the copy alone suffices)
+
+
+def drop_copy(settings: Settings, version_dir: Path) -> None:
+    """Remove the console's copy of a retired version (the console also drops such copies when it next makes one)."""
+    for root in (settings.data_dir / "console", _fallback_root(settings)):
+        if (root / version_dir.name).exists():
+            _remove(root / version_dir.name)
+
+
+def _fallback_root(settings: Settings) -> Path:
+    key = hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"kg-lens-console-{os.getuid()}-{key}"
 
 
 def _copies_root(settings: Settings) -> Path:
@@ -52,9 +66,11 @@ def _copies_root(settings: Settings) -> Path:
             return root
     except OSError:
         pass
-    key = hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
-    root = Path(tempfile.gettempdir()) / f"kg-lens-console-{os.getuid()}-{key}"
+    root = _fallback_root(settings)
     root.mkdir(mode=0o700, exist_ok=True)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:  # made by someone else: their folder, not ours
+        raise StoreError(f"the console's folder {root} is not private to this user; remove it")
     return root
 
 
@@ -117,10 +133,46 @@ def private_copy(settings: Settings, location: StoreLocation) -> Path:
     return copy / _DATABASE
 
 
+class _Worker:
+    """One console worker process (kuzu_console_child.py): jobs as JSON lines in, answers as JSON lines out.
+    State is real (a process and its pipes), hence a class."""
+
+    def __init__(self) -> None:
+        # -I: the child's own folder (which holds kuzu.py) is not put on its import path
+        self.proc = subprocess.Popen([sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def ask(self, text: str, wait_s: float) -> str | None:
+        """The answer line to one job line; None if the worker died or did not answer in `wait_s` (then it is
+        killed)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(text + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        ready, _, _ = select.select([self.proc.stdout], [], [], wait_s)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.proc.kill()
+            self.proc.wait()
+        return line or None
+
+    def exit_note(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "no answer in time"
+        return f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+_IDLE: queue.Queue[_Worker] = queue.Queue()
+_WORKERS = threading.BoundedSemaphore(2)  # console queries at a time per app process (one per core here)
+
+
 def _in_child(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any], timeout_ms: int,
               max_rows: int, *, explain_only: bool = False) -> dict[str, Any]:
-    """Run the console's job on the private copy in a child process (kuzu_console_child.py): a statement that
-    crashes Kuzu ends that process, not the app."""
+    """Run the console's job on the private copy in a worker process (kuzu_console_child.py): a statement that
+    crashes Kuzu ends that process, not the app; the next query starts a fresh one."""
     job = {"path": str(private_copy(settings, location)), "query": query, "params": params,
            "timeout_ms": timeout_ms, "max_rows": max_rows, "buffer_pool": CONSOLE_BUFFER_POOL,
            "explain_only": explain_only, "check_plan": CHECK_PLAN}
@@ -128,17 +180,21 @@ def _in_child(settings: Settings, location: StoreLocation, query: str, params: d
         text = json.dumps(job, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"console parameters must be JSON values: {exc}") from exc
-    try:  # -I: the child's own folder (which holds kuzu.py) is not put on its import path
-        proc = subprocess.run([sys.executable, "-I", str(_CHILD)], input=text, capture_output=True, text=True,
-                              timeout=timeout_ms / 1000 + _CHILD_GRACE_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise ConsoleError("timeout", timeout_message(timeout_ms)) from exc
-    if proc.returncode != 0 or not proc.stdout:
-        how = f"signal {signal.Signals(-proc.returncode).name}" if proc.returncode < 0 else \
-            f"exit status {proc.returncode}"
-        raise ConsoleError("invalid", f"Kuzu crashed on this query ({how}); it ran in a process of its own, so "
-                                      f"nothing else was affected")
-    answer: dict[str, Any] = json.loads(proc.stdout)
+    if not _WORKERS.acquire(timeout=timeout_ms / 1000):
+        raise ConsoleError("timeout", f"the console is busy with other queries; {timeout_message(timeout_ms)}")
+    try:
+        try:
+            worker = _IDLE.get_nowait()
+        except queue.Empty:
+            worker = _Worker()
+        line = worker.ask(text, timeout_ms / 1000 + _CHILD_GRACE_S)
+        if line is None:
+            raise ConsoleError("invalid", f"Kuzu crashed on this query ({worker.exit_note()}); it ran in a process "
+                                          f"of its own, so nothing else was affected")
+        _IDLE.put(worker)
+    finally:
+        _WORKERS.release()
+    answer: dict[str, Any] = json.loads(line)
     if "error" in answer:
         raise _console_error(answer["error"], timeout_ms)
     if answer.get("refused"):

@@ -1,17 +1,19 @@
-"""One Kuzu console query, run in a child process of its own (`kuzu_console` starts it by file path).
+"""The Kuzu console's worker process (`kuzu_console` starts it by file path and keeps it for the next query).
 
 Some statements crash Kuzu 0.11.3 itself (`CALL read_npy('a.csv') RETURN *` is a segmentation fault while it is
-prepared): in the app's process that would end the server for every user. Here it ends this process, and the
-console reports it. The module needs only the standard library and kuzu, so it starts in a fraction of a second.
+prepared): in the app's process that would end the server for every user. Here it ends this worker, and the
+console reports it and starts another. The module needs only the standard library and kuzu.
 
-Reads a job (JSON) on stdin and writes one JSON answer on stdout: {"columns", "rows", "more", "elapsed_ms"},
-{"plan"}, {"refused": why} (the plan reaches outside the graph) or {"error": Kuzu's message}.
+Reads jobs (one JSON line each) on stdin and writes one JSON line per job on stdout: {"columns", "rows", "more",
+"elapsed_ms"}, {"plan"}, {"refused": why} (the plan reaches outside the graph) or {"error": Kuzu's message}. It
+exits when stdin closes (its app is gone).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import sys
 import time
@@ -62,9 +64,41 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+class _Open:
+    """The database last queried, kept open for the next job on the same copy (the same path and file)."""
+
+    key: tuple[str, int] | None = None
+    db: kuzu.Database | None = None
+
+    @classmethod
+    def get(cls, path: str, buffer_pool: int) -> kuzu.Database:
+        key = (path, os.stat(path).st_ino)  # a replaced copy is a new file: opened anew
+        if cls.key != key or cls.db is None:
+            cls.drop()
+            cls.db, cls.key = kuzu.Database(path, read_only=True, buffer_pool_size=buffer_pool), key
+        return cls.db
+
+    @classmethod
+    def drop(cls) -> None:
+        if cls.db is not None:
+            cls.db.close()
+        cls.db = cls.key = None
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
-    """Prepare alone (a write or a second statement is refused before anything runs), check the plan, run."""
-    db = kuzu.Database(job["path"], read_only=True, buffer_pool_size=job["buffer_pool"])
+    """Prepare alone (a write or a second statement is refused before anything runs), check the plan, run. A job
+    that fails closes the database (the next one opens it afresh)."""
+    try:
+        answer = _run(job)
+    except RuntimeError as exc:
+        answer = {"error": str(exc)}
+    if "error" in answer:
+        _Open.drop()
+    return answer
+
+
+def _run(job: dict[str, Any]) -> dict[str, Any]:
+    db = _Open.get(job["path"], job["buffer_pool"])
     conn = kuzu.Connection(db)
     try:
         conn.set_query_timeout(job["timeout_ms"])
@@ -93,14 +127,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         columns = result.get_column_names()
         result.close()
         return {"columns": columns, "rows": rows, "more": more, "elapsed_ms": elapsed}
-    except RuntimeError as exc:
-        return {"error": str(exc)}
     finally:
         conn.close()
-        db.close()
 
 
 if __name__ == "__main__":
-    answer = run(json.load(sys.stdin))
-    sys.stdout.write(json.dumps(answer, default=_plain))
-    sys.stdout.flush()
+    for line in sys.stdin:
+        sys.stdout.write(json.dumps(run(json.loads(line)), default=_plain) + "\n")
+        sys.stdout.flush()
