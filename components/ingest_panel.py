@@ -13,7 +13,6 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from components.upload import safe_extract_zip
 from retrieval.access import Gate, Permit
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
@@ -21,9 +20,10 @@ from retrieval.errors import IngestError, RetrievalError
 from retrieval.graph import catalog
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import build_graph
+from retrieval.ingest.archive import safe_extract_zip
+from retrieval.ingest.build import ingest
 from retrieval.ingest.graphml import MAPPING_KEYS
-from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.load import default_name, server_folder
 from retrieval.ingest.versions import delete_graph
 from retrieval.models import GraphStats
 from ui_text import md_code, md_literal
@@ -99,11 +99,10 @@ def run_ingest(
     if not permitted(permit, name):
         return
     board = StageBoard(f"Importing {name}…")
-    try:
+    try:  # an import through the app: the name checked first, the graph held to KG_MAX_IMPORT_ITEMS
         options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
-        data = load_data(path, fmt, options)
-        result = build_graph(cfg, data, name, embedder=embedder, progress=False,
-                             source=relabel(str(path), shown_as), report=board)
+        result = ingest(cfg, path, fmt=fmt, name=name, embedder=embedder, progress=False, options=options,
+                        source=relabel(str(path), shown_as), web=True)
     except RetrievalError as exc:
         board.finish(False)
         show_ingest_error(exc, shown_as)
@@ -183,31 +182,42 @@ def graphs_frame(data_dir: Path, names: list[str]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ImportSource:
-    """What the analyst chose: an uploaded .zip or a folder on the server."""
+    """What the analyst chose: an uploaded .zip, or a folder on the server as typed (checked by the engine's
+    `server_folder` against the import root when shown and again when imported)."""
 
     upload: UploadedFile | None = None
-    folder: Path | None = None
+    folder: str = ""
 
     @property
     def hint(self) -> str:
         if self.upload is not None:
             return Path(self.upload.name).stem
-        return self.folder.name if self.folder else ""
+        return Path(self.folder.strip()).name
 
 
-def import_source() -> ImportSource:
-    upload_tab, path_tab = st.tabs(["Upload .zip", "Server path"])
+def import_source(cfg: Settings) -> ImportSource:
+    """The uploader, and (only with KG_IMPORT_ROOT set) a folder on the server inside the import root."""
+    if cfg.import_root is None:  # no server folders at all: the box is not shown (and run_import refuses one)
+        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip",
+                                  max_upload_size=cfg.max_upload_mb)
+        return ImportSource(upload=upload)
+    upload_tab, path_tab = st.tabs(["Upload .zip", "Server folder"])
     with upload_tab:
-        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip")
+        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip",
+                                  max_upload_size=cfg.max_upload_mb)
     with path_tab:
-        server_path = st.text_input("Folder on the server", key="import-path", placeholder="/data/my-bundle")
+        server_path = st.text_input("Folder on the server", key="import-path", placeholder="team/my-bundle",
+                                    help="A folder inside the import root set by the administrator (KG_IMPORT_ROOT); "
+                                         "a path relative to it, or an absolute path inside it")
     if upload is not None:
         return ImportSource(upload=upload)
     if server_path:
-        folder = Path(server_path).expanduser()
-        if folder.is_dir():
-            return ImportSource(folder=folder)
-        st.error(f"Not a folder on the server: {md_code(folder)}", icon=":material/error:")
+        try:
+            server_folder(cfg, server_path)
+        except RetrievalError as exc:
+            st.error(md_literal(exc), icon=":material/block:")
+            return ImportSource()
+        return ImportSource(folder=server_path)
     return ImportSource()
 
 
@@ -215,16 +225,22 @@ def run_import(
     cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str],
     permit: Permit | None = None,
 ) -> None:
-    """Extract an upload safely into a temp dir (removed afterwards), or read the server folder, then ingest."""
+    """Extract an upload safely into a temp dir (removed afterwards), or read the server folder (checked here
+    again, on the server, whatever the page showed), then ingest; `permit` (importing `name`) is checked first."""
     if not permitted(permit, name):
         return
     if source.upload is None:
         if source.folder:
-            run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping, permit=permit)
+            try:
+                folder = server_folder(cfg, source.folder)
+            except RetrievalError as exc:
+                st.error(f"**Import refused:** {md_literal(exc)}", icon=":material/block:")
+                return
+            run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping, permit=permit)
         return
     with tempfile.TemporaryDirectory(prefix="kg-upload-") as tmp:
         try:
-            folder = safe_extract_zip(source.upload, Path(tmp))
+            folder = safe_extract_zip(source.upload, Path(tmp), cfg)
         except RetrievalError as exc:
             st.error(f"**Upload rejected:** {md_literal(exc)}", icon=":material/error:")
             return

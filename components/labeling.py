@@ -31,7 +31,8 @@ MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000
 # --- query sets -----------------------------------------------------------------------------------------
 
 
-def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", permit: Permit | None = None) -> None:
+def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", permit: Permit | None = None, *,
+                            max_queries: int | None = None) -> None:
     """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first.
     The label store (`labels` opens it) opens only on Import, so a data directory it cannot open (read-only) leaves
     the page usable. `permit` (team mode: curators) is checked on the server before anything is stored."""
@@ -58,7 +59,8 @@ def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", p
             permit.check(f"query set {name}")
         text = upload.getvalue().decode("utf-8-sig")
         store = labels()
-        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name))
+        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name),
+                               max_queries=max_queries)
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")
         return

@@ -45,8 +45,8 @@ with left:
 with right:
     st.markdown("#### Import a graph")
     ip.render_done()
-    source = ip.import_source()
-    chosen = source.upload is not None or source.folder is not None
+    source = ip.import_source(cfg)
+    chosen = source.upload is not None or bool(source.folder)
     fmt = st.segmented_control("Format", ip.FORMATS, default="auto", key="import-format")
     mapping = ip.mapping_inputs()
     if chosen and st.session_state.get("import-hint") != source.hint:  # a new source proposes its own name
@@ -62,7 +62,8 @@ with right:
                "folder, a LightRAG working dir, GraphML, nodes.csv + relationships.csv, or documents (.txt, .md, .pdf, "
                ".epub; see the README).")
     render_query_set_import(partial(app_state.label_store, cfg), "data-qs",
-                            gate.permit("label_sets", graph=handle.name if handle else None))
+                            gate.permit("label_sets", graph=handle.name if handle else None),
+                            max_queries=cfg.max_query_set)
 
 if handle is not None:
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):

@@ -22,14 +22,14 @@ qset = lab.choose_set(target.store)
 if qset is None:
     st.caption("Import a query set to start: each query's candidates are pooled from every search mode and reranker, "
                "then graded blind, query by query, with the keyboard.")
-    lab.render_query_set_import(labels, permit=curate)
+    lab.render_query_set_import(labels, permit=curate, max_queries=cfg.max_query_set)
     st.stop()
 queue_tab, sets_tab, agree_tab, export_tab = st.tabs(["Queue", "Query sets and pools", "Agreement", "Export"])
 with queue_tab:
     lab.render_queue(target.store, qset, target)
 with sets_tab:
     lab.render_pool(kg, target.store, qset, curate)
-    lab.render_query_set_import(labels, permit=curate)
+    lab.render_query_set_import(labels, permit=curate, max_queries=cfg.max_query_set)
 adjudicate = gate.permit("adjudicate", graph=handle.name)
 with agree_tab:
     lab.render_agreement(target.store, qset, kg.version, adjudicate)

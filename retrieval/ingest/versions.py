@@ -22,6 +22,7 @@ from retrieval.stores.base import (
     open_graph_store,
     open_vector_store,
 )
+from retrieval.stores.kuzu_console import drop_copy
 
 KEEP_PREVIOUS = 1  # versions kept besides the live one, for readers that still have them open
 
@@ -123,11 +124,12 @@ def retire(settings: Settings, name: str) -> list[str]:
 
 
 def remove_version(settings: Settings, path: Path) -> str:
-    """Delete one version directory and its server-side data; returns its name."""
+    """Delete one version directory, its server-side data and the Query console's copy of it; returns its name."""
     manifest = path / catalog.MANIFEST
     if manifest.is_file():
         drop_location(settings, StoreLocation(dir=path, key=json.loads(manifest.read_text())["key"]))
     shutil.rmtree(path, ignore_errors=True)
+    drop_copy(settings, path)  # the Query console's copy of it, if it made one
     return path.name
 
 
