@@ -98,14 +98,20 @@ def _policy(path: str, stamp: tuple[int, int]) -> AccessPolicy:
     return load_policy(Path(path))
 
 
-def policy(cfg: Settings) -> AccessPolicy:
-    """The access file, read again whenever it changes (a revoked grant holds from the user's next click)."""
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _identity(path: str, stamp: tuple[int, int], claims: str) -> Identity:
+    return identity_for(_policy(path, stamp), json.loads(claims))
+
+
+def identity(cfg: Settings, claims: Mapping[str, object]) -> Identity:
+    """The signed-in user's identity under the access file, resolved again whenever the file changes (a revoked grant
+    holds from the user's next click); once per file version and user, not on every call of a run."""
     path = Path(cfg.access_file)
     try:
         stat = path.stat()
     except OSError as exc:
         raise ConfigError(f"access file {path}: {exc.strerror or exc}") from exc
-    return _policy(str(path), (stat.st_mtime_ns, stat.st_size))
+    return _identity(str(path), (stat.st_mtime_ns, stat.st_size), json.dumps(claims, sort_keys=True, default=str))
 
 
 @st.cache_resource(show_spinner=False)
@@ -133,16 +139,16 @@ def access(cfg: Settings) -> Gate | SignIn:
         return SignIn(providers(auth or {}))
     try:
         log = audit_log(cfg)
-        identity = identity_for(policy(cfg), st.user.to_dict())
+        who = identity(cfg, st.user.to_dict())
     except (AccessDenied, ConfigError) as exc:
         return SignIn(problem=str(exc), who=str(st.user.get("email") or st.user.get("sub") or ""))
-    if st.session_state.get(LOGIN_AUDITED) != identity.key:
-        log_sign_in(log, identity, st.user.get("iat"))
-        st.session_state[LOGIN_AUDITED] = identity.key
-    if not identity.granted:
-        return SignIn(problem=f"You are signed in as {identity.key}, but the access file grants you no role on any "
-                              "graph or tenant. Ask an admin to add you or one of your groups.", who=identity.key)
-    return Gate(identity, log)
+    if st.session_state.get(LOGIN_AUDITED) != who.key:
+        log_sign_in(log, who, st.user.get("iat"))
+        st.session_state[LOGIN_AUDITED] = who.key
+    if not who.granted:
+        return SignIn(problem=f"You are signed in as {who.key}, but the access file grants you no role on any "
+                              "graph or tenant. Ask an admin to add you or one of your groups.", who=who.key)
+    return Gate(who, log)
 
 
 def log_sign_in(log: AuditLog, identity: Identity, issued: object) -> None:

@@ -118,6 +118,10 @@ def test_data_page_actions_by_role(team_env: dict[str, Any]) -> None:
     admin.button(key="graph-activate").click().run()
     assert catalog.active_name(data_dir) == HOSTILE_GRAPH
     catalog.set_active(data_dir, "demo")
+    admin.selectbox(key="graph-pick").select(HOSTILE_GRAPH).run()
+    admin.button(key="graph-open").click().run()  # for this user only: the active graph stays
+    assert admin.session_state["graph-choice"] == HOSTILE_GRAPH and catalog.active_name(data_dir) == "demo"
+    assert f"**{HOSTILE_GRAPH}** · version" in shown(admin)
     log = audit(team_env)
     for entry in [(USERS["annotator"], "import", "refused"), (USERS["annotator"], "delete", "refused"),
                   (USERS["curator"], "activate", "refused"), (USERS["admin"], "activate", "ok")]:
