@@ -190,6 +190,11 @@ def signed(allowed: Gate, handle: catalog.GraphHandle | None) -> Signed | None:
                   allowed.permit("grade", graph=name))
 
 
+def choose_graph(name: str) -> None:
+    """Open graph `name` for this user only (team mode's Data page); the active graph stays everyone's default."""
+    st.session_state[GRAPH_CHOICE] = name
+
+
 def graph_names(cfg: Settings) -> list[str]:
     """The graphs of the data directory this user may open (every graph in local mode)."""
     allowed = gate(cfg)

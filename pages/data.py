@@ -34,8 +34,7 @@ with left:
     frame = ip.graphs_frame(cfg.data_dir, app_state.graph_names(cfg))
     if not frame.empty:
         st.dataframe(frame, hide_index=True, column_config={"active": st.column_config.CheckboxColumn(width=56)})
-        ip.render_graph_actions(cfg, gate, frame["graph"].tolist(),
-                                partial(st.session_state.__setitem__, app_state.GRAPH_CHOICE) if team else None)
+        ip.render_graph_actions(cfg, gate, frame["graph"].tolist(), app_state.choose_graph if team else None)
     demo = gate.permit("import", graph="demo")
     demo_label = "Rebuild demo graph" if "demo" in frame["graph"].tolist() else "Build demo graph"
     if st.button(demo_label, type="primary", icon=":material/auto_awesome:", key="build-demo",

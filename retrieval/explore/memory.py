@@ -227,6 +227,8 @@ class GraphMemory:
                 self._write(ns / "index.json", {"format": INDEX_FORMAT, "graphs": index})
         except _Fail as exc:
             return _fail(exc)
+        if self.gate is not None:
+            self.gate.record("memory_write", tenant=tenant, detail=f"{namespace}/{graph.graph_id}")
         return MemoryResult(ok=True, graph_id=graph.graph_id, graphs=(_summary(index[graph.graph_id]),))
 
     def search_graphs(
@@ -351,6 +353,8 @@ class GraphMemory:
                     raise _Fail("io", f"cannot delete graph file: {exc.strerror}") from exc
         except _Fail as exc:
             return _fail(exc)
+        if self.gate is not None:
+            self.gate.record("memory_delete", tenant=tenant, detail=f"{namespace}/{graph_id}")
         return MemoryResult(ok=True, graph_id=graph_id)
 
     def metrics(self) -> dict[str, float]:

@@ -200,6 +200,8 @@ def test_graph_memory_through_a_gate_reads_writes_and_deletes_only_granted_tenan
     assert admin.delete_graph("team-a", saved.graph_id or "").ok
     assert shared.get_graph("team-b", other.graph_id or "").ok  # the unguarded store (the CLI) is as before
     assert sum(e.outcome == "refused" for e in log.entries()) == 7
+    assert [(e.actor, e.action, e.tenant) for e in log.entries() if e.outcome == "ok"] == [
+        ("curator@example.org", "memory_write", "team-a"), ("admin@example.org", "memory_delete", "team-a")]
     assert shared.metrics()['graph_memory_retrievals_total{namespace="default",outcome="forbidden",tenant="team-b"}']
 
 
