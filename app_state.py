@@ -10,14 +10,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
+from retrieval.access import LOCAL_GATE, AccessPolicy, AuditLog, Gate, Identity, identity_for, load_policy
 from retrieval.config import DEMO_DIR, Settings
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.errors import NotFoundError, RetrievalError
+from retrieval.errors import AccessDenied, ConfigError, NotFoundError, RetrievalError
 from retrieval.evaluation.evaluate import EvalReport, evaluate, rerank_runs
 from retrieval.evaluation.inspect import Inspection, Memo, Pool, PoolKind, candidate_pool, pool_order
 from retrieval.evaluation.labels import Label, LabelStore
@@ -34,19 +36,164 @@ from retrieval.search.retriever import kg_fact_vectors, search
 from retrieval.search.verbalize import to_markdown
 from retrieval.stores.base import CHUNKS
 from ui_palette import type_palette
-from ui_records import Capability, EntityCatalog, LiveGraph
+from ui_records import SIGNED, Capability, EntityCatalog, LiveGraph, Signed, SignIn
 from ui_text import entity_label, md_code, md_literal
 
 
-def settings() -> Settings:
-    """Settings built once per session from the environment (KG_* variables)."""
+def shell_settings() -> Settings:
+    """Settings built once per session from the environment (KG_* variables), for the app shell (which shows the
+    sign-in page itself)."""
     if "settings" not in st.session_state:
         st.session_state["settings"] = Settings.from_env()
     return st.session_state["settings"]
 
 
+def settings() -> Settings:
+    """A page's first call: the Settings, once this session may see data (team mode: signed in and granted a role);
+    otherwise the page stops here, before drawing anything. Streamlit runs a page without app.py when a URL names it
+    before any run of app.py has called st.navigation (it takes the `pages/` folder for an old-style multipage app):
+    such a run must not get past this either."""
+    cfg = shell_settings()
+    who = signed(gate(cfg), current_handle(cfg))
+    if who is None:
+        st.session_state.pop(SIGNED, None)
+    else:  # who grades on this page: the signed-in identity (set here, not by the shell: a page may run without it)
+        st.session_state[SIGNED] = who
+    return cfg
+
+
+# --- who is working: local mode (one user, `local`, every role) or team mode (OIDC sign-in + the access file) ----
+
+LOGIN_AUDITED = "access-login"  # session_state: the identity whose sign-in this session has logged
+REFUSED_LINK = "access-refused-link"  # session_state: the last `?graph=` refused (logged once, not on every rerun)
+
+
+def _auth_table() -> Mapping[str, object] | None:
+    """The `[auth]` table of the secrets (`.streamlit/secrets.toml`, or `--secrets.files`), or None."""
+    if not st.secrets.load_if_toml_exists() or "auth" not in st.secrets:
+        return None
+    table = st.secrets["auth"]
+    return table if isinstance(table, Mapping) else None
+
+
+def providers(auth: Mapping[str, object]) -> tuple[tuple[str | None, str], ...]:
+    """The sign-in buttons: one per named provider table ([auth.NAME]), or the [auth] table's own provider."""
+    named = [(k, k.capitalize()) for k, v in auth.items() if isinstance(v, Mapping) and "client_id" in v]
+    return tuple(named) if named else ((None, "your organisation's account"),)
+
+
+def team_problem(cfg: Settings, auth: Mapping[str, object] | None) -> str:
+    """What is missing from a team set-up ('' when complete). Either half alone is refused, never served open."""
+    if auth is None:
+        return ("KG_ACCESS_FILE is set, but the secrets have no [auth] table: team mode needs both (README, "
+                "Deploy for a team). Nothing is shown until it is complete.")
+    if not cfg.access_file:
+        return ("The secrets have an [auth] table, but KG_ACCESS_FILE is not set: team mode needs an access file "
+                "granting roles (README, Deploy for a team). Nothing is shown until it is complete.")
+    return ""
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _policy(path: str, stamp: tuple[int, int]) -> AccessPolicy:
+    return load_policy(Path(path))
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _identity(path: str, stamp: tuple[int, int], claims: str) -> Identity:
+    return identity_for(_policy(path, stamp), json.loads(claims))
+
+
+def identity(cfg: Settings, claims: Mapping[str, object]) -> Identity:
+    """The signed-in user's identity under the access file, resolved again whenever the file changes (a revoked grant
+    holds from the user's next click); once per file version and user, not on every call of a run."""
+    path = Path(cfg.access_file)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"access file {path}: {exc.strerror or exc}") from exc
+    return _identity(str(path), (stat.st_mtime_ns, stat.st_size), json.dumps(claims, sort_keys=True, default=str))
+
+
+@st.cache_resource(show_spinner=False)
+def _audit_log(data_dir: str) -> AuditLog:
+    return AuditLog.in_data_dir(Path(data_dir))
+
+
+def audit_log(cfg: Settings) -> AuditLog:
+    """One audit log (DATA_DIR/audit.sqlite) per data dir for this server process."""
+    return _audit_log(str(cfg.data_dir))
+
+
+def access(cfg: Settings) -> Gate | SignIn:
+    """Who this session is: the gate it acts through, or what the sign-in page shows instead of any data.
+
+    Local mode (no `[auth]` table, no KG_ACCESS_FILE): `local`, with every role and no audit log. Team mode: the
+    signed-in user's roles from the access file; their first run in a session logs the sign-in."""
+    auth = _auth_table()
+    if auth is None and not cfg.access_file:
+        return LOCAL_GATE
+    problem = team_problem(cfg, auth)
+    if problem:
+        return SignIn(problem=problem)
+    if not st.user.is_logged_in:
+        return SignIn(providers(auth or {}))
+    try:
+        log = audit_log(cfg)
+        who = identity(cfg, st.user.to_dict())
+    except (AccessDenied, ConfigError) as exc:
+        return SignIn(problem=str(exc), who=str(st.user.get("email") or st.user.get("sub") or ""))
+    if st.session_state.get(LOGIN_AUDITED) != who.key:
+        log_sign_in(log, who, st.user.get("iat"))
+        st.session_state[LOGIN_AUDITED] = who.key
+    if not who.granted:
+        return SignIn(problem=f"You are signed in as {who.key}, but the access file grants you no role on any "
+                              "graph or tenant. Ask an admin to add you or one of your groups.", who=who.key)
+    return Gate(who, log)
+
+
+def log_sign_in(log: AuditLog, identity: Identity, issued: object) -> None:
+    """Log a sign-in once: each page load is a new Streamlit session on the same sign-in (the ID token's `iat`)."""
+    when = datetime.fromtimestamp(issued, UTC).isoformat() if isinstance(issued, int | float) else "unknown"
+    detail = f"token issued {when}; groups: {', '.join(identity.groups) or 'none'}"
+    last = log.last(identity.key, "login")
+    if last is None or last.detail != detail:
+        log.record(identity.key, "login", outcome="ok" if identity.granted else "refused", detail=detail)
+
+
+def gate(cfg: Settings) -> Gate:
+    """The session's gate (the app shell has shown the sign-in page and stopped when there is none)."""
+    found = access(cfg)
+    if isinstance(found, SignIn):
+        st.stop()
+    assert isinstance(found, Gate)
+    return found
+
+
+def sign_out(cfg: Settings) -> None:
+    """Log the sign-out, then end the session's login (Streamlit clears its cookie and asks the provider)."""
+    found = access(cfg)
+    if isinstance(found, Gate) and found.audit is not None:
+        found.record("logout")
+    elif isinstance(found, SignIn) and found.who:
+        audit_log(cfg).record(found.who, "logout")
+    st.session_state.pop(LOGIN_AUDITED, None)
+    st.logout()
+
+
+def signed(allowed: Gate, handle: catalog.GraphHandle | None) -> Signed | None:
+    """Team mode: who is signed in, their role on the open graph and whether they may grade it (None: local mode)."""
+    if allowed.identity.local:
+        return None
+    name = handle.name if handle is not None else None
+    role = allowed.identity.role("graph", name) if name else None
+    return Signed(allowed.identity.key, allowed.identity.name, role.label if role else "",
+                  allowed.permit("grade", graph=name))
+
+
 def graph_names(cfg: Settings) -> list[str]:
-    return catalog.list_graphs(cfg.data_dir)
+    """The graphs of the data directory this user may open (every graph in local mode)."""
+    allowed = gate(cfg)
+    return [n for n in catalog.list_graphs(cfg.data_dir) if allowed.allows("view", graph=n)]
 
 
 GRAPH_KEY = "graph-in-use"  # the graph this session works on (the sidebar's page links drop `?graph=`)
@@ -56,13 +203,14 @@ PICKED_KEY = "graph-picked"  # a graph just picked in the sidebar, for the run t
 def chosen_graph(cfg: Settings) -> str | None:
     """The graph picked in the sidebar just now, else `?graph=NAME` in the URL (a copied link names its graph), else
     the graph this session was on (a page link drops the URL's parameters), else KG_GRAPH, else the active graph:
-    the server-wide default for new sessions."""
+    the server-wide default for new sessions; in team mode only among the graphs the user may open."""
     names = graph_names(cfg)
     for wanted in (st.session_state.get(PICKED_KEY), st.query_params.get("graph"), st.session_state.get(GRAPH_KEY),
                    cfg.graph_name):
         if wanted in names:
             return str(wanted)
-    return catalog.active_name(cfg.data_dir)
+    active = catalog.active_name(cfg.data_dir)
+    return active if active in names else (names[0] if names else None)
 
 
 def pick_graph(name: str) -> None:
@@ -84,15 +232,21 @@ def keep_graph(name: str | None) -> tuple[str | None, bool]:
 
 
 def graph_notice(cfg: Settings) -> str:
-    """Why `?graph=NAME` in the link cannot be used (no such graph here) and which graph is shown, or ''."""
+    """Why `?graph=NAME` in the link cannot be used (no such graph here, or, in team mode, none this user may open:
+    the two read alike, so a link cannot probe for names) and which graph is shown, or ''."""
     wanted = st.query_params.get("graph")
     names = graph_names(cfg)
     if wanted is None or wanted in names:
         return ""
+    allowed = gate(cfg)
+    if not allowed.identity.local and st.session_state.get(REFUSED_LINK) != wanted:
+        allowed.record("view", graph=wanted, outcome="refused", detail="a link named a graph this user may not open")
+        st.session_state[REFUSED_LINK] = wanted
     name = chosen_graph(cfg)
     shown = f"graph **{md_literal(name)}** is shown" if name else "no graph is open"
     have = ", ".join(md_literal(n) for n in names) or "none"
-    return f"{md_code(f'graph={wanted}')} in the link names no graph in this data directory ({have}): {shown}."
+    where = "in this data directory" if allowed.identity.local else "that you may open"
+    return f"{md_code(f'graph={wanted}')} in the link names no graph {where} ({have}): {shown}."
 
 
 def graph_choices(cfg: Settings) -> dict[str, dict[str, int]]:
@@ -443,8 +597,11 @@ def _memory(_cfg: Settings, data_dir: str) -> GraphMemory:
 
 
 def memory_store(cfg: Settings) -> GraphMemory:
-    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up."""
-    return _memory(cfg, str(cfg.data_dir))
+    """One GraphMemory (DATA_DIR/memory) per data dir for the whole server, so its counters add up; in team mode
+    seen through this user's gate (every operation authorised for the tenant it names)."""
+    memory = _memory(cfg, str(cfg.data_dir))
+    allowed = gate(cfg)
+    return memory if allowed.identity.local else memory.as_user(allowed)
 
 
 # --- Rerank Inspector: the cached retrieval (counted), rerankers per graph version ------------------

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
 from components import link_params
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
+from retrieval.access import Permit
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
 from retrieval.evaluation.consensus import resolve_labels
@@ -31,11 +33,15 @@ MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000
 # --- query sets -----------------------------------------------------------------------------------------
 
 
-def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs") -> None:
+def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", permit: Permit | None = None, *,
+                            max_queries: int | None = None) -> None:
     """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first.
     The label store (`labels` opens it) opens only on Import, so a data directory it cannot open (read-only) leaves
-    the page usable."""
+    the page usable. `permit` (team mode: curators) is checked on the server before anything is stored."""
     st.markdown("#### Import a query set for labeling")
+    if permit is not None and not permit.allowed:
+        st.caption(md_literal(permit.refusal))
+        return
     flash = st.session_state.pop(f"{key}-flash", None)
     if flash:
         st.success(flash, icon=":material/check:")
@@ -51,15 +57,20 @@ def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs") -
         return
     assert upload is not None
     try:
+        if permit is not None:
+            permit.check(f"query set {name}")
         text = upload.getvalue().decode("utf-8-sig")
         store = labels()
-        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name))
+        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name),
+                               max_queries=max_queries)
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")
         return
     except RetrievalError as exc:
         st.error(md_literal(exc), icon=":material/error:")
         return
+    if permit is not None:
+        permit.record(f"query set {found.name}: {len(found.queries)} queries")
     st.session_state[f"{key}-flash"] = f"Imported query set **{md_literal(found.name)}**: {len(found.queries)} queries."
     st.rerun()  # the set pickers above list the new set
 
@@ -86,9 +97,11 @@ def current_pool(store: LabelStore, qset: QuerySet, version: str) -> PoolInfo | 
         return None
 
 
-def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[str, str] | None = None) -> None:
+def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[str, str] | None = None,
+                permit: Permit | None = None) -> None:
     """The set's pool on this graph version, and the form that (re)builds it: depth, modes, rerankers. A reranker
-    in `unavailable` (name -> why) cannot run here: it is not pre-selected, and its option says so."""
+    in `unavailable` (name -> why) cannot run here: it is not pre-selected, and its option says so. `permit` (team
+    mode's curators) is checked on the server before a pool is built."""
     unavailable = unavailable or {}
     info = current_pool(store, qset, kg.version)
     if info is None:
@@ -99,6 +112,9 @@ def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[
                     f"{md_literal(info.created_at)} · systems: {md_literal(', '.join(info.systems))}")
         for w in info.warnings:
             st.caption(f":orange[{md_literal(w)}]")
+    if permit is not None and not permit.allowed:
+        st.caption(md_literal(permit.refusal))
+        return
     cols = st.columns([1, 3, 2], vertical_alignment="bottom")
     depth = cols[0].number_input("Depth", 1, MAX_DEPTH, 10, key="pool-depth", help="Each system's top k per query")
     modes = cols[1].multiselect("Search modes", MODES, default=list(MODES), key="pool-modes")
@@ -112,6 +128,8 @@ def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[
         bar = st.progress(0.0, text="Pooling…")
         n = len(qset.queries)
         try:
+            if permit is not None:
+                permit.check(f"pool of {qset.name}")
             built = build_pool(store, kg, qset, int(depth), modes, rerankers,
                                progress=lambda i: bar.progress(i / n, text=f"Pooled {i} of {n} queries"))
         except RetrievalError as exc:
@@ -205,10 +223,14 @@ def disagreement_rows(report: AgreementReport) -> list[GradeRow]:
     ) for n, d in enumerate(report.disagreements)]
 
 
-def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
-    """Kappa per pair, Krippendorff's alpha over all, and each disagreement with an adjudication control."""
+def render_agreement(store: LabelStore, qset: QuerySet, version: str, permit: Permit | None = None) -> None:
+    """Kappa per pair, Krippendorff's alpha over all, and each disagreement with an adjudication control (`permit`:
+    team mode's admins; each decision is checked on the server, logged, and noted with who made it)."""
     key = f"adjudicate-{slug(qset.name, 40, 'set')}-{version}"
     target = GradeTarget(store, version, ADJUDICATED)
+    if permit is not None and not permit.gate.identity.local:
+        target = GradeTarget(store, version, ADJUDICATED if permit.allowed else None, problem=permit.refusal,
+                             check=partial(adjudicated, permit), note=f"by {permit.gate.identity.key}")
     report = agreement_report(store, qset, version)
     if apply_pending(disagreement_rows(report), key, target):  # a decision just given changes what the rule gives
         report = agreement_report(store, qset, version)
@@ -229,6 +251,12 @@ def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
     render_grader(disagreement_rows(report), key=key, target=target, own_only=True, empty="No disagreements.")
 
 
+def adjudicated(permit: Permit) -> None:
+    """The server's check of one batch of decisions, logged when allowed (a refusal is logged by the check)."""
+    permit.check()
+    permit.record()
+
+
 # --- export ---------------------------------------------------------------------------------------------
 
 
@@ -240,10 +268,11 @@ def qrels_text(labels: Sequence[Label], qset: QuerySet, include_ties: bool) -> t
     return qrels.getvalue(), queries.getvalue(), n
 
 
-def render_export(store: LabelStore, qset: QuerySet, version: str) -> None:
-    """Download qrels + queries.tsv of one annotator, or adjudicated (the rule: decision, else consensus)."""
+def render_export(store: LabelStore, qset: QuerySet, version: str, only: str | None = None) -> None:
+    """Download qrels + queries.tsv of one annotator, or adjudicated (the rule: decision, else consensus); `only`
+    (team mode, not an admin): the signed-in annotator's own grades are the only single annotator offered."""
     labels = set_labels(store, qset, version)
-    names = sorted({lb.annotator for lb in labels if lb.annotator != ADJUDICATED})
+    names = sorted({lb.annotator for lb in labels if lb.annotator != ADJUDICATED and only in (None, lb.annotator)})
     who = st.selectbox("Whose grades", ["(adjudicated)", *names], key="export-who",
                        format_func=lambda n: n or "(anonymous)",
                        help="adjudicated: the adjudication, else the only annotator's grade, else the median")

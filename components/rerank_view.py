@@ -18,6 +18,7 @@ from components.annotator import current_annotator
 from components.facts import fact_line, fact_text, where_of
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from components.search_form import render_examples
+from retrieval.access import Permit
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.consensus import current_labels
 from retrieval.evaluation.evaluate import EvalReport
@@ -560,8 +561,10 @@ def qrels_files(labels: Sequence[Label]) -> tuple[str, str]:
     return qrels.getvalue(), queries.getvalue()
 
 
-def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Mapping[str, Sequence[str]]]) -> None:
-    """Download qrels + queries.tsv and the runs; import qrels (validated whole before anything is written)."""
+def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Mapping[str, Sequence[str]]],
+                    permit: Permit | None = None) -> None:
+    """Download qrels + queries.tsv and the runs; import qrels (validated whole before anything is written; `permit`,
+    team mode's curators, checked on the server first)."""
     labels = store.all_labels(graph_version)
     qrels, queries = qrels_files(labels)
     st.caption(f"{len(labels)} labels on graph version {md_code(graph_version)} · TREC files for trec_eval, "
@@ -573,12 +576,17 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
                         icon=":material/download:", disabled=not labels, help="query_id<TAB>query text")
     row.download_button("runs.zip", runs_zip(runs), file_name="runs.zip", mime="application/zip",
                         icon=":material/download:", disabled=not runs, help="One TREC run file per reranker")
+    if permit is not None and not permit.allowed:
+        row.caption(md_literal(permit.refusal))
+        return
     with row.popover("Import qrels", icon=":material/upload:"):
         qfile = st.file_uploader("qrels (query_id 0 item_id grade)", type=["txt", "qrels"], key="imp-qrels")
         tfile = st.file_uploader("queries.tsv (query_id<TAB>text)", type=["tsv", "txt"], key="imp-queries")
         if st.button("Import", disabled=qfile is None or tfile is None, key="imp-go", icon=":material/upload:"):
             assert qfile is not None and tfile is not None
             try:
+                if permit is not None:
+                    permit.check(f"qrels {qfile.name}")
                 texts = parse_queries(tfile.getvalue().decode("utf-8-sig"), tfile.name)
                 rows = parse_qrels(qfile.getvalue().decode("utf-8-sig"), qfile.name, texts)
                 annotator = current_annotator() or "import"
@@ -587,5 +595,7 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
             except (RetrievalError, UnicodeDecodeError) as exc:
                 st.error(md_literal(exc), icon=":material/error:")
             else:
+                if permit is not None:
+                    permit.record(f"qrels {qfile.name}: {n} labels")
                 st.session_state["rerank-toast"] = f"Imported {n} labels"
                 st.rerun()  # every table above reads the store again

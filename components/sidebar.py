@@ -10,7 +10,7 @@ import streamlit as st
 from components.annotator import annotator_box
 from retrieval.config import Settings
 from retrieval.graph.catalog import GraphHandle
-from ui_records import Capability
+from ui_records import Capability, Signed
 from ui_text import md_code, md_literal
 
 BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
@@ -66,9 +66,10 @@ def render_graph_picker(graphs: Mapping[str, Mapping[str, int]], current: str | 
 def render_sidebar(
     cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any,
     graphs: Mapping[str, Mapping[str, int]], on_pick: Callable[[str], None],
+    who: Signed | None = None, sign_out: Callable[[], None] | None = None,
 ) -> None:
     """Graph identity first (what am I looking at, and the others to switch to), then the stack, then the optional
-    capabilities."""
+    capabilities, then who grades (team mode: `who`, the signed-in user)."""
     with st.sidebar:
         st.markdown("#### Graph")
         if handle is None:
@@ -85,4 +86,4 @@ def render_sidebar(
         st.markdown("#### Capabilities")
         render_capabilities(capabilities)
         st.caption(f"data dir {md_code(cfg.data_dir)}")
-    annotator_box()
+    annotator_box(who, sign_out)

@@ -60,4 +60,4 @@ st.markdown(f"#### All labelled queries · {req.kind} pool")
 report, runs = app_state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
                                            knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
 view.render_all_queries(report, knobs.k)
-view.render_exchange(grader.store, kg.version, runs)
+view.render_exchange(grader.store, kg.version, runs, app_state.gate(cfg).permit("label_sets", graph=handle.name))

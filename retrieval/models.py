@@ -367,7 +367,7 @@ class MemoryResult(Record):
 
     ok: bool
     error: str | None = None
-    error_kind: Literal["invalid", "not_found", "corrupt", "io"] | None = None
+    error_kind: Literal["invalid", "not_found", "corrupt", "io", "forbidden"] | None = None
     graph_id: str | None = None
     graph: StoredGraph | None = None
     graphs: tuple[MemoryGraphSummary, ...] = ()
