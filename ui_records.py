@@ -1,12 +1,14 @@
 """Records the app state hands to the components: capability badges, a graph version's entity catalog, the opened
-graph with its cached traversals. Plain data and callables, so that no component imports the app state."""
+graph with its cached traversals, who is signed in (team mode). Plain data and callables, so that no component imports
+the app state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from retrieval.access import Permit
 from retrieval.curation.apply import HistoryEntry
 from retrieval.curation.compile import MergePreview
 from retrieval.curation.duplicates import Candidate
@@ -75,10 +77,37 @@ class Curation:
 class LiveGraph:
     """The opened graph behind a live graph view, with its traversals cached per graph version:
     `bfs(start, depth, direction, relation types, node budget)`, `expand(node, budget, direction, relation types)`
-    (one node's neighbours) and `edges(node ids, relation types)` (every relation among those nodes)."""
+    (one node's neighbours) and `edges(node ids, relation types)` (every relation among those nodes); `colors`,
+    every entity type's colour in this graph (`ui_palette.type_palette`)."""
 
     kg: KG
     bfs: Callable[[str, int, str, tuple[str, ...], int], TraversalResult]
     expand: Callable[[str, int, str, tuple[str, ...]], TraversalResult]
     edges: Callable[[tuple[str, ...], tuple[str, ...]], Subgraph]
+    colors: Mapping[str, str] = field(default_factory=dict)
     curation: Curation | None = None  # None: a read-only view
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """Team mode, before any data is shown: the providers to sign in with (`st.login`'s argument, None for the
+    `[auth]` table's own provider, and a label), or what keeps this user out (a broken set-up, no grant)."""
+
+    providers: tuple[tuple[str | None, str], ...] = ()
+    problem: str = ""
+    who: str = ""  # signed in, but the access file grants them nothing
+
+
+SIGNED = "annotator-signed"  # session_state: team mode's Signed for this page run, set by app_state.settings (not a
+# widget key: no message from the browser can set it); absent in local mode
+
+
+@dataclass(frozen=True)
+class Signed:
+    """Team mode: the signed-in user (grades are stored under `key`), their role on the open graph, and the permit
+    every grade is checked against on the server."""
+
+    key: str
+    display: str
+    role: str
+    grade: Permit

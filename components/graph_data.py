@@ -13,12 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 from retrieval.models import Entity, Relation, Subgraph
+from ui_palette import PALETTE, color_of, type_key
 from ui_text import clean, short
 
-PALETTE = (
-    "#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2",
-    "#eeca3b", "#9d755d", "#ff9da6", "#bab0ac", "#5f9ea0", "#8c6d31",
-)
 MAX_DRAWN_NODES = 5000  # the live view's own ceiling: beyond it the status line says what is left out
 MAX_DRAWN_EDGES = 10_000
 EDGE_LENGTH = 120  # px between neighbours in the computed layout
@@ -94,10 +91,14 @@ class GraphView:
 EMPTY = GraphView(html="", shown_nodes=0, total_nodes=0, shown_edges=0, focus_nodes=0, focus_edges=0)
 
 
-def type_colors(nodes: Iterable[Entity]) -> dict[str, str]:
-    """Most frequent type first, so the common types get the most distinct colours."""
-    counts = Counter(clean(n.type) or "entity" for n in nodes)
+def type_colors(nodes: Iterable[Entity], palette: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The drawn types, most frequent in the view first (the legend's order), each in its colour: the graph's
+    (`palette`, from `ui_palette.type_palette`, so a type keeps it on every page and after an expansion); without
+    one (a view of no opened graph), the view's own types by frequency take the palette in order."""
+    counts = Counter(type_key(n.type) for n in nodes)
     ordered = sorted(counts, key=lambda t: (-counts[t], t))
+    if palette is not None:
+        return {t: color_of(t, palette) for t in ordered}
     return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(ordered)}
 
 
@@ -175,14 +176,16 @@ def drawing(
     legend: Legend,
     base: frozenset[str] | None = None,
     anchors: Mapping[str, str] | None = None,
+    palette: Mapping[str, str] | None = None,
 ) -> Drawing:
     """Nodes (id, name, type, description, roles, position) and edges (id, ends, type, description, roles) as
     compact JSON-ready data. Nodes of `base` (None: all) get the computed layout; the others (added by an
-    expansion) carry the `anchors` node they grew from, and the browser places them around it."""
+    expansion) carry the `anchors` node they grew from, and the browser places them around it. `palette`: the
+    graph's type colours (`ui_palette`)."""
     nodes = pick_nodes(subgraph, marks, min(max_nodes, MAX_DRAWN_NODES))
     kept = {n.id for n in nodes}
     edges, left_edges = kept_edges(subgraph, kept)
-    colors = type_colors(nodes)
+    colors = type_colors(nodes, palette)
     types = list(colors)
     type_at = {t: i for i, t in enumerate(types)}
     rels = sorted({clean(r.relation_type) for r in edges})
@@ -195,7 +198,7 @@ def drawing(
     anchors = anchors or {}
     out_nodes = []
     for n in nodes:
-        item: dict[str, Any] = {"i": n.id, "n": short(n.name, 200), "t": type_at[clean(n.type) or "entity"],
+        item: dict[str, Any] = {"i": n.id, "n": short(n.name, 200), "t": type_at[type_key(n.type)],
                                 "r": marks.node_roles(n.id)}
         if n.description:
             item["d"] = short(n.description, 300)

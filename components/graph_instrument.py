@@ -23,7 +23,7 @@ from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_BUDGET, neighbour_summary
 from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph
 from ui_records import LiveGraph
-from ui_text import clean, entity_label, short, slug
+from ui_text import clean, entity_label, reading, short, slug
 
 EXPAND_STEP = 20  # neighbours a double-click adds (best-connected first); another adds the next ones
 SOURCE_TEXT = 700  # characters of a source chunk shown in the panel
@@ -183,7 +183,7 @@ def grow(live: LiveGraph, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, 
 
 def _source(c: Chunk) -> dict[str, str]:
     return {"id": clean(c.id), "book": clean(c.original_document), "chapter": clean(c.chapter),
-            "text": short(c.text, SOURCE_TEXT)}
+            "text": short(reading(c.text), SOURCE_TEXT)}
 
 
 def node_panel(d: EntityDetails, *, score_words: Mapping[str, float], neighbours: dict[str, Any] | None,
@@ -309,7 +309,7 @@ class Built:
 
 def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: LiveGraph | None, max_nodes: int,
           legend: Legend, hooks: ExpandHooks | None, base_ids: frozenset[str] | None,
-          anchors: Mapping[str, str] | None, cut_note: str) -> Built:
+          anchors: Mapping[str, str] | None, cut_note: str, palette: Mapping[str, str] | None = None) -> Built:
     """Base (within the node budget) plus this view's expansions, laid out and turned into the payload's data."""
     base_nodes = pick_nodes(subgraph, marks, max_nodes)
     kept = {n.id for n in base_nodes}
@@ -320,7 +320,8 @@ def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: Live
         view, more, warnings = grow(live, base, state.active)
         grown.update(more)
     drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
-                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown)
+                    base=base_ids if base_ids is not None else frozenset(kept), anchors=grown,
+                    palette=palette or (live.colors if live is not None else None))
     added = len(view.nodes) - len(base.nodes)
     unique = len({n.id for n in subgraph.nodes})
     shown = replace(drawn.view, total_nodes=max(subgraph.total_nodes, unique) + added)
@@ -348,11 +349,15 @@ def render(
     anchors: Mapping[str, str] | None = None,
     cut_note: str = "",
     stem: str = "graph",
+    palette: Mapping[str, str] | None = None,
+    quiet_labels: bool = False,
 ) -> tuple[GraphView, Subgraph]:
     """Draw `subgraph` in the live component `key` and answer its events; with `live` (the opened graph) clicks
     show the engine's details, double-clicks expand and the context actions open other pages. Returns what is
     drawn and the view's subgraph (base plus expansions, without hidden nodes: what an export of "the current
-    view" holds)."""
+    view" holds). `palette`: the graph's type colours for a view without `live` (the schema); `quiet_labels`: label
+    only the relations of the node in focus (hovered or selected), for views of many relations between few nodes
+    (a schema, a community), whose labels would pile up into a knot."""
     kg = live.kg if live is not None else None
     ids = ids_of(subgraph)
     scene = scene or digest(ids, max_nodes)
@@ -362,17 +367,18 @@ def render(
     legend = legend or Legend()
     sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
                  [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, sorted(state.pinned),
-                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.revision if kg else "")
+                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.revision if kg else "",
+                 sorted((palette or {}).items()))
     memo = st.session_state.get(f"{key}::built")
     if not (isinstance(memo, tuple) and memo[0] == sig):
         memo = (sig, build(subgraph, marks, state, live=live, max_nodes=max_nodes, legend=legend, hooks=hooks,
-                           base_ids=base_ids, anchors=anchors, cut_note=cut_note))
+                           base_ids=base_ids, anchors=anchors, cut_note=cut_note, palette=palette))
         st.session_state[f"{key}::built"] = memo
     built: Built = memo[1]
     start_name = ""
     if state.path_start:
         start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
-    head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"),
+    head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"), "quiet": quiet_labels,
             "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None,
                          "communities": kg is not None,
                          "edit": live is not None and live.curation is not None}}

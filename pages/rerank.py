@@ -25,7 +25,6 @@ view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()
-st.query_params["graph"] = handle.name
 knobs = view.what_if(req.kind)
 try:
     kg = app_state.open_kg(cfg, handle)
@@ -64,4 +63,4 @@ st.markdown(f"#### All labelled queries · {req.kind} pool")
 report, runs = app_state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
                                            knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
 view.render_all_queries(report, knobs.k)
-view.render_exchange(grader.store, kg.version, runs)
+view.render_exchange(grader.store, kg.version, runs, app_state.gate(cfg).permit("label_sets", graph=handle.name))

@@ -218,12 +218,25 @@ class GlobalRelation(Record):
     score: float
 
 
+class FactStep(Record):
+    """One relation of a fact, in the order the fact reads it: `left`, the relation, `right`; `forward` says the
+    relation runs left → right (else right → left: an incoming edge of a path)."""
+
+    left: str
+    relation: str
+    right: str
+    forward: bool = True
+    description: str = ""
+
+
 class VerbalizedFact(Record):
-    """A fact as text with every score and its sources; also the reranking candidate."""
+    """A fact as text with every score and its sources; also the reranking candidate. `text` is the seed's
+    verbalized form (what the agent Markdown carries); `steps` are its relations, for the screen's one layout."""
 
     id: str
     type: Literal["local", "global", "document", "entity"]
     text: str
+    steps: tuple[FactStep, ...] = ()
     scores: dict[str, float] = Field(default_factory=dict)
     sources: tuple[SourceMetadata, ...] = ()
     chunk_ids: tuple[str, ...] = ()
@@ -374,7 +387,7 @@ class MemoryResult(Record):
 
     ok: bool
     error: str | None = None
-    error_kind: Literal["invalid", "not_found", "corrupt", "io"] | None = None
+    error_kind: Literal["invalid", "not_found", "corrupt", "io", "forbidden"] | None = None
     graph_id: str | None = None
     graph: StoredGraph | None = None
     graphs: tuple[MemoryGraphSummary, ...] = ()

@@ -97,8 +97,9 @@ def register(app: typer.Typer) -> None:
         from retrieval.evaluation.querysets import import_queries
 
         with cli_errors():
-            store = LabelStore.in_data_dir(settings_from(data_dir).data_dir)
-            qs = import_queries(store, file, name, replace=replace)
+            settings = settings_from(data_dir)
+            store = LabelStore.in_data_dir(settings.data_dir)
+            qs = import_queries(store, file, name, replace=replace, max_queries=settings.max_query_set)
             typer.echo(f"imported query set {qs.name!r}: {len(qs.queries)} queries into {store.path}")
 
     @queries_app.command("list")

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from pydantic import Field
 
-from retrieval.errors import StoreError, ValidationError
+from retrieval.errors import StoreError, ValidationError, excerpt
 from retrieval.models import Record
 from retrieval.sqlitefile import SQLiteFile
 
@@ -133,7 +133,7 @@ def make_label(
     if not item:
         raise ValidationError("label: item id is empty")
     if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
-        raise ValidationError(f"label: grade must be an integer 0-3, got {grade!r}")
+        raise ValidationError(f"label: grade must be an integer 0-3, got {excerpt(grade)}")
     return Label(
         query_text=query, item_id=item, graph_version=graph_version or "", grade=grade,
         note=note or "", annotator=normalize_annotator(annotator or ""), updated_at=updated_at or utc_now(),

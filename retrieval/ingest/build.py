@@ -14,12 +14,12 @@ from retrieval.config import Settings
 from retrieval.curation.log import ReplayLine
 from retrieval.curation.replay import Replayed
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.errors import IngestError, RetrievalError, StoreError
+from retrieval.errors import IngestError, RetrievalError, StoreError, excerpt
 from retrieval.graph import catalog
 from retrieval.graph.communities import Extras, chapter_names, compute_communities, save_extras
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
-from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.load import check_import_size, default_name, load_data
 from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
 from retrieval.ingest.write import ReusingEmbedder, entity_text, fill_version, reusing_embedder
@@ -57,7 +57,7 @@ class IngestReport:
         c = self.counts
         what = "unchanged" if self.unchanged else "built"
         text = (
-            f"{what} graph {self.name!r} version {self.version}: {c.get('books', 0)} books, "
+            f"{what} graph {excerpt(self.name)} version {self.version}: {c.get('books', 0)} books, "
             f"{c.get('chapters', 0)} chapters, {c.get('chunks', 0)} chunks, {c.get('entities', 0)} entities, "
             f"{c.get('relations', 0)} relations in {sum(self.seconds.values()):.1f} s"
         )
@@ -96,7 +96,7 @@ def check_graph(data: GraphData) -> None:
             if not item.id or id_too_long(item.id):
                 raise IngestError(where, 0, f"{kind}[{i}].id", f"must be 1 to {MAX_ID_LEN} bytes of UTF-8")
             if item.id in seen:
-                raise IngestError(where, 0, f"{kind}[{i}].id", f"duplicate id {item.id!r}")
+                raise IngestError(where, 0, f"{kind}[{i}].id", f"duplicate id {excerpt(item.id)}")
             seen.add(item.id)
             for name, value in item:
                 if isinstance(value, str):
@@ -111,7 +111,7 @@ def check_graph(data: GraphData) -> None:
     for i, rel in enumerate(data.relations):
         for name, ref in (("source_id", rel.source_id), ("target_id", rel.target_id)):
             if ref not in entity_ids:
-                raise IngestError(where, 0, f"relations[{i}].{name}", f"unknown entity id {ref!r}")
+                raise IngestError(where, 0, f"relations[{i}].{name}", f"unknown entity id {excerpt(ref)}")
     referring: tuple[tuple[str, Sequence[Entity | Relation]], ...] = (
         ("entities", data.entities), ("relations", data.relations)
     )
@@ -119,7 +119,7 @@ def check_graph(data: GraphData) -> None:
         for i, node in enumerate(linked):
             for j, ref in enumerate(node.source_chunks):
                 if ref not in chunk_ids:
-                    raise IngestError(where, 0, f"{kind}[{i}].source_chunks[{j}]", f"unknown chunk id {ref!r}")
+                    raise IngestError(where, 0, f"{kind}[{i}].source_chunks[{j}]", f"unknown chunk id {excerpt(ref)}")
 
 
 def content_hash(data: GraphData, settings: Settings, embed_model: str) -> str:
@@ -231,7 +231,7 @@ def build_graph(
             discard(settings, location)
             if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
                 raise
-            raise StoreError(f"ingest of graph {name!r} failed, previous version kept: {exc}") from exc
+            raise StoreError(f"ingest of graph {excerpt(name)} failed, previous version kept: {exc}") from exc
         finally:
             if isinstance(reusing, ReusingEmbedder):
                 reusing.close()
@@ -256,24 +256,31 @@ def ingest(
     embedder: Embedder | None = None,
     progress: bool = True,
     options: IngestOptions | None = None,
+    source: str = "",
+    web: bool = False,
 ) -> IngestReport:
     """Parse `path` and build it as graph `name` (default: the folder name); parse time is in `seconds`.
 
-    Without an embedder, the settings' model is loaded after parsing, so malformed input fails fast.
+    The name is checked before the input is read. Without an embedder, the settings' model is loaded after
+    parsing, so malformed input fails fast. `web`: an import through the app, held to KG_MAX_IMPORT_ITEMS.
+    `source`: what the manifest records as the input (default: the path).
     """
     path = Path(path)
+    name = catalog.check_name(name or default_name(path))
     t = time.perf_counter()
     options = options or IngestOptions()
     if options.settings is None:  # readers that extract (documents) need the key, cache dir and chunk sizes
         options = replace(options, settings=settings)
     data = load_data(path, fmt, options)
+    if web:
+        check_import_size(settings, data)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
         t = time.perf_counter()
         embedder = load_embedder(settings.embed_model)
         before["model"] = time.perf_counter() - t
     report = build_graph(
-        settings, data, name or default_name(path), embedder=embedder, progress=progress, source=str(path),
+        settings, data, name, embedder=embedder, progress=progress, source=source or str(path),
         report=options.progress if options is not None else None,
     )
     return replace(report, seconds={**before, **report.seconds})

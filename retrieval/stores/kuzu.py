@@ -86,6 +86,45 @@ except BaseException as exc:
     os._exit(1)
 """
 
+
+
+def _run_child(path: Path, statements: Sequence[str]) -> str:
+    """Run `statements` on the database at `path` in a child process (see _COPY_CHILD); '' or why it failed."""
+    job = json.dumps({"path": str(path), "statements": list(statements)})
+    proc = subprocess.run([sys.executable, "-c", _COPY_CHILD], input=job, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode == 0:
+        return ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"the child exited with status {proc.returncode}"
+
+
+def open_read_only(path: Path, **options: Any) -> kuzu.Database:
+    """Open a database read-only; one left with a half-done checkpoint (kuzu.shadow and kuzu.wal, which every
+    read-only open then refuses: "Couldn't replay shadow pages") is first repaired by Kuzu's own recovery.
+
+    The repair opens the database read-write in a child process and checkpoints: Kuzu's file lock is per process
+    (in this one a read-write open would succeed beside our own read-only handles), so only a child gets Kuzu's
+    exclusive lock, and the repair runs only when no process has the database open; a committed version holds no
+    uncommitted data, so recovery only completes or drops the interrupted checkpoint."""
+    try:
+        return kuzu.Database(str(path), read_only=True, **options)
+    except RuntimeError as exc:
+        if "replay shadow pages" not in str(exc):
+            raise
+    recover(path)
+    return kuzu.Database(str(path), read_only=True, **options)
+
+
+def recover(path: Path) -> None:
+    """Kuzu's own recovery of the database at `path` (replay or drop its WAL and shadow pages, checkpoint), in a
+    child process that must get Kuzu's exclusive lock (see open_read_only)."""
+    why = _run_child(path, [])
+    if why:
+        raise StoreError(f"Kuzu database {path} was left with an interrupted checkpoint (kuzu.shadow / kuzu.wal); "
+                         f"it is repaired on the first open when no other process has it open: {why}")
+
+
 _CHUNK_COLS = ("id", "text", "source", "original_document", "chapter", "author", "position")
 _ENTITY_COLS = (
     "id", "name", "name_lower", "type", "description", "properties", "aliases", "aliases_lower", "source_chunks",
@@ -299,7 +338,7 @@ class KuzuGraphStore:
     def _connect(self, *, writable: bool) -> None:
         self._disconnect()
         try:
-            self._db = kuzu.Database(str(self._path), read_only=not writable)
+            self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
             self._conn = kuzu.Connection(self._db)
         except RuntimeError as exc:
             raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
@@ -496,13 +535,8 @@ class KuzuGraphStore:
     def _bulk_copy(self, statements: Sequence[str]) -> None:
         """Run the COPY statements in a child process (see _COPY_CHILD), then reopen the database."""
         self._disconnect()  # Kuzu admits one writer per database file
-        job = json.dumps({"path": str(self._path), "statements": list(statements)})
-        proc = subprocess.run(
-            [sys.executable, "-c", _COPY_CHILD], input=job, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            lines = [line for line in proc.stderr.splitlines() if line.strip()]
-            why = lines[-1] if lines else f"the loader exited with status {proc.returncode}"
+        why = _run_child(self._path, statements)
+        if why:
             free = shutil.disk_usage(self._path.parent).free / 1e6  # Kuzu's own message often hides a full disk
             raise StoreError(f"Kuzu bulk load into {self._path} failed: {why} ({free:.1f} MB free on that disk)")
         self._connect(writable=True)

@@ -16,6 +16,7 @@ const EDGE_FADED = "#dfe3e8";
 const SEED = 1, DEST = 2, ON_PATH = 4, PICKED = 8;
 const BIG = 400; // beyond this many nodes: straight edges, edges hidden while dragging or zooming
 const FIT = { animation: false, maxZoomLevel: 1.6 }; // a small graph fills the canvas, up to 1.6× its layout
+const DRAWER = 320; // px: the details drawer opens below the graph, which keeps its own width and height
 
 function whenVis(run) {
   if (globalThis.vis && globalThis.vis.Network) { run(); return; }
@@ -90,17 +91,18 @@ class GraphViewInstance {
     this.legend = el("div", "kgv-legend");
     const stage = el("div", "kgv-stage");
     this.canvasBox = el("div", "kgv-canvas");
-    this.panel = el("aside", "kgv-panel");
+    this.panel = el("aside", "kgv-panel"); // a drawer below the graph: the canvas keeps its room
     this.panel.hidden = true;
+    this.labelled = new Set(); // quiet views: the edges whose labels are drawn (those of the selected node)
     this.filterBox = el("div", "kgv-filter");
     this.filterBox.hidden = true;
     this.menu = el("div", "kgv-menu");
     this.menu.hidden = true;
     this.tip = el("div", "kgv-tip");
     this.tip.hidden = true;
-    stage.append(this.canvasBox, this.panel, this.filterBox, this.menu, this.tip);
+    stage.append(this.canvasBox, this.filterBox, this.menu, this.tip);
     this.status = el("div", "kgv-status");
-    root.append(bar, this.legend, stage, this.status);
+    root.append(bar, this.legend, stage, this.panel, this.status);
     this.parent.appendChild(root);
     this.onKey = (ev) => {
       if (ev.key !== "Escape") return;
@@ -154,7 +156,8 @@ class GraphViewInstance {
     const color = picked ? FOCUS : onPath ? PATH : focused ? EDGE_FADED : EDGE;
     return {
       id: e.i, from: e.f, to: e.o,
-      label: short(this.p.rels[e.y] || "", 28),
+      // a quiet view (a schema, a community: many relations between few nodes) labels only the selected node's
+      label: this.p.quiet && !this.labelled.has(e.i) ? "" : short(this.p.rels[e.y] || "", 28),
       width: picked ? 4 : onPath ? 2.2 : 1,
       color: { color, highlight: FOCUS, hover: FOCUS },
       // the label's white outline makes every frame 4× slower on 10,000 edges (drawn or not): small graphs only
@@ -216,9 +219,15 @@ class GraphViewInstance {
       net.selectNodes([id]);
       this.showMenu(id, params.pointer.DOM);
     });
-    net.on("hoverNode", (params) => { if (this.menu.hidden) this.showTip("node", params.node, params.pointer.DOM); });
+    net.on("hoverNode", (params) => {
+      if (this.menu.hidden) this.showTip("node", params.node, params.pointer.DOM);
+      this.quietLabels(params.node);
+    });
     net.on("hoverEdge", (params) => this.showTip("edge", params.edge, params.pointer.DOM));
-    net.on("blurNode", () => { this.tip.hidden = true; });
+    net.on("blurNode", () => {
+      this.tip.hidden = true;
+      this.quietLabels(this.selected && this.selected.kind === "node" ? this.selected.id : null);
+    });
     net.on("blurEdge", () => { this.tip.hidden = true; });
     net.on("dragStart", () => { this.tip.hidden = true; });
     net.on("dragEnd", (params) => {
@@ -238,7 +247,7 @@ class GraphViewInstance {
 
   apply(p) {
     this.p = p;
-    if (!this.root.classList.contains("kgv-full")) this.root.style.height = p.height + "px"; // full screen stays
+    this.setHeight();
     this.root.dataset.kgKey = p.key;
     this.root.dataset.kgRev = p.rev;
     if (!this.net) this.create();
@@ -249,6 +258,7 @@ class GraphViewInstance {
       this.savePositions();
       this.scene = p.scene;
       this.rev = null;
+      this.labelled = new Set();
       this.nodes.clear();
       this.edges.clear();
       this.hiddenTypes = new Set();
@@ -271,6 +281,7 @@ class GraphViewInstance {
     this.root.dataset.kgFocusEdges = String(p.edges.filter((e) => e.r & PICKED).length);
     VIEWS.set(p.key, this);
     this.applyExtra(EXTRA.get(p.key) || this.x || {});
+    this.measure();
     this.pendingRev = p.rev;
     this.net.redraw();
   }
@@ -361,6 +372,7 @@ class GraphViewInstance {
     if (same && now - this.selectedAt < 250) return;
     this.selectedAt = now;
     this.selected = kind ? { kind, id } : null;
+    this.quietLabels(kind === "node" ? id : null);
     if (!kind) { this.panel.hidden = true; this.net.unselectAll(); this.refit(); }
     this.send({ type: "select", kind, id });
   }
@@ -373,7 +385,7 @@ class GraphViewInstance {
     if (!hit) { this.find.classList.add("kgv-miss"); return; }
     this.find.classList.remove("kgv-miss");
     this.userMoved = true; // the panel opening must not fit the view away from the found node
-    this.focusAfter = hit.i; // but centre it again once the canvas has its new width
+    this.focusAfter = hit.i; // and centre it again if the drawer opening resizes the canvas (full screen)
     this.net.focus(hit.i, { scale: Math.max(this.net.getScale(), 1.1), animation: false });
     this.net.selectNodes([hit.i]);
     this.root.dataset.kgFound = hit.i;
@@ -461,7 +473,8 @@ class GraphViewInstance {
   toggleFull(on) {
     const full = on === undefined ? !this.root.classList.contains("kgv-full") : on;
     this.root.classList.toggle("kgv-full", full);
-    this.root.style.height = full ? "" : this.p.height + "px";
+    this.setHeight();
+    this.measure();
     this.fullBtn.textContent = full ? "✕ Exit full screen" : "Full screen";
     if (full) this.root.focus();
     this.net.setSize("100%", "100%");
@@ -585,24 +598,52 @@ class GraphViewInstance {
     if (!d) { panel.hidden = true; if (was) this.refit(); return; }
     const head = el("div", "kgv-phead");
     head.append(button("×", "Close", () => this.select(null, null), "kgv-close"));
-    panel.append(head);
+    const main = el("div", "kgv-pmain"), side = el("div", "kgv-pside"); // what it is | its relations and sources
+    panel.append(head, main, side);
     if (d.error) {
-      panel.append(el("p", "kgv-note", d.error));
-      if (d.edit_notice) panel.append(el("p", d.edit_notice[1] ? "kgv-edit-error" : "kgv-edit-ok", d.edit_notice[0]));
+      main.append(el("p", "kgv-note", d.error));
+      if (d.edit_notice) main.append(el("p", d.edit_notice[1] ? "kgv-edit-error" : "kgv-edit-ok", d.edit_notice[0]));
       panel.hidden = false; if (!was) this.refit(); return;
     }
-    if (d.kind === "node") this.nodePanel(d); else this.edgePanel(d);
+    if (d.kind === "node") this.nodePanel(d, main, side); else this.edgePanel(d, main, side);
     panel.dataset.kind = d.kind;
     panel.dataset.id = d.id;
     panel.hidden = false;
+    panel.scrollTop = 0;
     if (!was) this.refit();
     else this.focusAfter = null;
   }
 
-  refit() { // the canvas changed width (panel opened or closed): fit again unless the reader moved the view
+  setHeight() { // the graph keeps its height; an open drawer adds its own below it (full screen: the window's)
+    if (!this.p) return;
+    const full = this.root.classList.contains("kgv-full");
+    this.root.style.height = full ? "" : this.p.height + (this.panel.hidden ? 0 : DRAWER) + "px";
+  }
+
+  quietLabels(nodeId) { // a quiet view labels the relations of the node in focus only (no knot of labels)
+    if (!this.p || !this.p.quiet || !this.net) return;
+    const want = new Set(nodeId && this.nodes.get(nodeId) ? this.net.getConnectedEdges(nodeId) : []);
+    const changes = [];
+    for (const e of this.p.edges) {
+      const on = want.has(e.i);
+      if (on !== this.labelled.has(e.i)) changes.push({ id: e.i, label: on ? short(this.p.rels[e.y] || "", 28) : "" });
+    }
+    this.labelled = want;
+    if (changes.length) this.edges.update(changes);
+  }
+
+  measure() {
+    const box = this.canvasBox.getBoundingClientRect();
+    this.canvasSize = { w: Math.round(box.width), h: Math.round(box.height) };
+  }
+
+  refit() { // the drawer opened or closed: the graph keeps its size, except in full screen, where it gives way
     const found = this.focusAfter;
     this.focusAfter = null;
-    if (!this.net) return;
+    const before = this.canvasSize;
+    this.setHeight();
+    this.measure();
+    if (!this.net || (before && before.w === this.canvasSize.w && before.h === this.canvasSize.h)) return;
     // vis-network notices a resized container only on its next size check (up to a second later): until then
     // clicks would land where nodes were, so take the new size now
     this.net.setSize("100%", "100%"); // asks for one redraw, in the next frame, with whatever follows
@@ -610,8 +651,7 @@ class GraphViewInstance {
     else if (!this.userMoved) this.net.fit(FIT);
   }
 
-  nodePanel(d) {
-    const panel = this.panel;
+  nodePanel(d, panel, side) {
     const title = el("div", "kgv-title");
     title.append(el("b", "kgv-name", d.name), el("span", "kgv-chip", d.type));
     panel.append(title);
@@ -646,7 +686,7 @@ class GraphViewInstance {
       if (f.communities) acts.append(button("Communities", "Open the Communities page on this entity: its communities and claims", () => this.send({ type: "communities", id: d.id })));
       panel.append(acts);
     }
-    panel.append(el("div", "kgv-sec", "Relations (" + d.relations.length + " of " + d.relations_total + ")"));
+    side.append(el("div", "kgv-sec", "Relations (" + d.relations.length + " of " + d.relations_total + ")"));
     const rels = el("ul", "kgv-rels");
     for (const r of d.relations) {
       const li = el("li");
@@ -663,9 +703,9 @@ class GraphViewInstance {
       if (r.desc) li.append(el("div", "kgv-rdesc", r.desc));
       rels.append(li);
     }
-    panel.append(rels);
-    if (this.p.features.edit && d.edit) this.nodeEdit(d);
-    this.sourcesPanel(d);
+    side.append(rels);
+    if (this.p.features.edit && d.edit) this.nodeEdit(d, main);
+    this.sourcesPanel(d, side);
   }
 
   // --- editing (curation): every value goes back as data; Python checks and applies it -------------------
@@ -697,14 +737,14 @@ class GraphViewInstance {
     box.append(ul);
   }
 
-  nodeEdit(d) {
+  nodeEdit(d, host) {
     const ed = d.edit;
     const box = el("div", "kgv-edit");
     box.dataset.rev = String(ed.rev);
     box.append(el("div", "kgv-sec", "Edit (as " + ed.author + ")"));
     this.editNotice(box, ed);
-    if (ed.preview) { this.mergePreview(box, d, ed); this.panel.append(box); return; }
-    if (ed.relate_from && ed.relate_from[0] !== d.id && this.relateTo === d.id) { this.relateForm(box, d, ed); this.panel.append(box); return; }
+    if (ed.preview) { this.mergePreview(box, d, ed); host.append(box); return; }
+    if (ed.relate_from && ed.relate_from[0] !== d.id && this.relateTo === d.id) { this.relateForm(box, d, ed); host.append(box); return; }
     const [nameRow, name] = this.field("Name", d.name);
     const [typeRow, type] = this.field("Type", d.type);
     const [descRow, desc] = this.field("Description", d.description, true);
@@ -739,7 +779,7 @@ class GraphViewInstance {
     if (ed.marks && ed.marks.length) box.append(el("p", "kgv-note", "Marked for merge: " + ed.marks.map((m) => m[1]).join(" · ")));
     box.append(el("div", "kgv-sec", "History"));
     this.historyList(box, ed);
-    this.panel.append(box);
+    host.append(box);
   }
 
   choice(label, values, chosen) {
@@ -789,7 +829,7 @@ class GraphViewInstance {
     box.append(acts);
   }
 
-  edgeEdit(d) {
+  edgeEdit(d, host) {
     const ed = d.edit;
     const box = el("div", "kgv-edit");
     box.dataset.rev = String(ed.rev);
@@ -811,33 +851,33 @@ class GraphViewInstance {
     acts.append(del);
     box.append(acts, el("div", "kgv-sec", "History"));
     this.historyList(box, ed);
-    this.panel.append(box);
+    host.append(box);
   }
 
-  edgePanel(d) {
-    const panel = this.panel;
+  edgePanel(d, panel, side) {
     const title = el("div", "kgv-title");
-    title.append(el("b", "kgv-name", d.from), el("span", "kgv-chip", d.type), el("b", "kgv-name", d.to));
+    title.append(el("b", "kgv-name", d.from), el("span", "kgv-dir", " —"), el("span", "kgv-chip", d.type),
+                 el("span", "kgv-dir", "→ "), el("b", "kgv-name", d.to));
     panel.append(title);
     if (d.description) panel.append(el("p", "kgv-desc", d.description));
     const facts = el("div", "kgv-facts");
     for (const [k, v] of d.facts) { facts.append(el("span", "kgv-k", k), el("span", "kgv-v", v)); }
     panel.append(facts);
     if (d.note) panel.append(el("p", "kgv-note", d.note));
-    if (this.p.features.edit && d.edit) this.edgeEdit(d);
-    this.sourcesPanel(d);
+    if (this.p.features.edit && d.edit) this.edgeEdit(d, panel);
+    this.sourcesPanel(d, side);
   }
 
-  sourcesPanel(d) {
-    this.panel.append(el("div", "kgv-sec", "Sources (" + d.sources.length + " of " + d.sources_total + ")"));
-    if (!d.sources.length) this.panel.append(el("p", "kgv-note", "No source chunk is recorded."));
+  sourcesPanel(d, side) {
+    side.append(el("div", "kgv-sec", "Sources (" + d.sources.length + " of " + d.sources_total + ")"));
+    if (!d.sources.length) side.append(el("p", "kgv-note", "No source chunk is recorded."));
     for (const s of d.sources) {
       const box = el("details", "kgv-src");
       const where = [s.book, s.chapter].filter(Boolean).join(" › ") || s.id;
       box.append(el("summary", null, where));
       if (s.text) box.append(el("p", null, s.text));
       box.append(el("span", "kgv-id", s.id));
-      this.panel.append(box);
+      side.append(box);
     }
   }
 
