@@ -120,7 +120,7 @@ def test_data_page_actions_by_role(team_env: dict[str, Any]) -> None:
     catalog.set_active(data_dir, "demo")
     admin.selectbox(key="graph-pick").select(HOSTILE_GRAPH).run()
     admin.button(key="graph-open").click().run()  # for this user only: the active graph stays
-    assert admin.session_state["graph-choice"] == HOSTILE_GRAPH and catalog.active_name(data_dir) == "demo"
+    assert admin.session_state["graph-picked"] == HOSTILE_GRAPH and catalog.active_name(data_dir) == "demo"
     assert f"**{HOSTILE_GRAPH}** · version" in shown(admin)
     log = audit(team_env)
     for entry in [(USERS["annotator"], "import", "refused"), (USERS["annotator"], "delete", "refused"),
