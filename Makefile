@@ -5,6 +5,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 DATA   ?= $(or $(KG_DATA_DIR),data/kg)
 PORT   ?= 8501
+# Where the app listens: this machine only unless the user names an address (ADDRESS=0.0.0.0 make run, or
+# KG_SERVER_ADDRESS); put a team deployment behind a TLS reverse proxy (README, "Deploy for a team").
+ADDRESS ?= $(or $(KG_SERVER_ADDRESS),127.0.0.1)
 
 .PHONY: run test lint demo bench clean-data
 
@@ -21,8 +24,10 @@ run: $(STAMP)
 	@if [ -z "$$(ls -A $(DATA)/graphs 2>/dev/null)" ]; then \
 		echo "building the demo knowledge graph in $(DATA) ..."; \
 		KG_DATA_DIR=$(DATA) $(PY) -m retrieval demo; fi
+	@echo "KG Lens serves on http://$(ADDRESS):$(PORT) (listening on $(ADDRESS) only; ADDRESS=... make run to change)"
 	@# offline unless the user says otherwise: an unreachable hub would retry each model file for a minute
-	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} KG_DATA_DIR=$(DATA) $(PY) -m streamlit run app.py --server.port $(PORT)
+	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} KG_DATA_DIR=$(DATA) $(PY) -m streamlit run app.py --server.port $(PORT) \
+		--server.address $(ADDRESS)
 
 test: $(STAMP)
 	bash scripts/install_browser

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.graph.mapdata import MapData
-from ui_palette import type_colors
+from ui_palette import ordered_palette, type_key
 from ui_text import clean, short
 
 MAGIC = b"KGM1"
@@ -60,12 +60,12 @@ def encode_body(data: MapData) -> MapBody:
         where[name] = [offset, int(len(values)), ARRAY_KINDS[values.dtype]]
         blobs.append(blob)
         offset += len(blob)
-    colors = type_colors(data.types, data.types)
+    colors = ordered_palette([type_key(t) for t in data.types])  # as the live views colour them
     regions = data.regions
     head = {
         "n": data.n, "m": int(len(data.src)), "arrays": where,
         "names": [short(name, NAME_CHARS) for name in data.names],
-        "types": [[clean(t), colors[t]] for t in data.types],
+        "types": [[clean(t), colors[type_key(t)]] for t in data.types],
         "rels": [clean(t) for t in data.rel_types],
         "regions": {"level": [r.level for r in regions], "parent": [r.parent for r in regions],
                     "x": [round(r.x, 2) for r in regions], "y": [round(r.y, 2) for r in regions],

@@ -31,6 +31,29 @@ def md_literal(value: object) -> str:
     return "".join(p if p.startswith("&") and p.endswith(";") else _MD_SPECIAL.sub(r"\\\1", p) for p in parts)
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s")
+
+
+def reading(value: object) -> str:
+    """Chunk text as a reader expects it: hard line wraps (lines cut at one width, as in Project Gutenberg files)
+    joined into paragraphs; blank lines, short lines (a heading, a line of verse) and list items keep their breaks."""
+    text = clean(value)
+    lines = text.split("\n")
+    widths = sorted(len(line) for line in lines if line.strip())
+    if len(widths) < 3:
+        return text
+    wrap = widths[int(0.9 * (len(widths) - 1))]
+    if not 40 <= wrap <= 100:  # short lines are verse or a list; lines this long were never wrapped by hand
+        return text
+    out = [lines[0]]
+    for prev, line in zip(lines, lines[1:], strict=False):
+        if prev.strip() and line.strip() and len(prev.rstrip()) >= 0.6 * wrap and not _LIST_ITEM.match(line):
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def short(value: object, limit: int = 40) -> str:
     """At most `limit` characters, with an ellipsis when cut."""
     text = clean(value)

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from components.trace import render_warnings, timings_chart
-from retrieval.answer.synthesis import answer_question
+from retrieval.answer.synthesis import NO_KEY, answer_question
 from retrieval.config import Settings
 from retrieval.errors import RetrievalError
 from retrieval.graph.runtime import KG
@@ -88,7 +88,8 @@ def render_answer(answer: Answer, result: SearchResult, *, key: str) -> None:
     else:
         st.markdown(":orange-badge[:material/format_quote: extractive] **Extractive answer** — the evidence "
                     "sentences closest to the question, not generated text")
-    render_warnings([w for w in answer.warnings if w not in result.warnings])
+    # the tab already says once that Gemini is off; a warning is for what else changed this answer
+    render_warnings([w for w in answer.warnings if w not in result.warnings and w != NO_KEY])
     st.html(answer_html(answer, f"ev-{key}"))
     st.caption(check_text(answer))
     with st.expander("Answer trace: use_enhancements, examples, timings"):

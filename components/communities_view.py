@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components import link_params
 from components.graph_view import GraphMarks, Legend, render_graph
 from retrieval.graph.communities import CommunityIndex, claim_text
 from retrieval.graph.runtime import KG
@@ -14,6 +15,7 @@ from ui_records import LiveGraph
 from ui_text import clean, md_code, md_literal, short
 
 ALL = "all"
+PARAMS = (link_params.Param("level", ALL),)  # the page's bound widget (its valid levels are the graph's own)
 MAX_DRAWN = 150  # members drawn (the most connected inside the community first)
 MAX_EDGES = 2000  # relations fetched for the drawing
 LEGEND = Legend(focus="● orange: the entity you came from")
@@ -23,20 +25,23 @@ def level_picker(index: CommunityIndex) -> int | None:
     """`?level=` bound selectbox: all levels or one; a level the graph does not have is named in a warning."""
     options = [ALL, *map(str, index.levels)]
     raw = st.query_params.get("level")
-    if raw is not None and raw not in options:
-        # read before the widget is drawn: drawing it drops the bad value from the URL
-        st.warning(f"{md_code(f'level={raw}')} in the link is not a level of this graph "
-                   f"({', '.join(options[1:]) or 'none'}): all levels are listed.", icon=":material/link_off:")
+    if raw is not None and raw not in options:  # read before the widget is drawn: drawing it drops the bad value
+        link_params.render([link_params.note("level", f"{md_code(f'level={raw}')} in the link is not a level of "
+                                                      f"this graph ({', '.join(options[1:]) or 'none'}): all levels "
+                                                      "are listed.", ALL)])
     value = st.selectbox("Level", options, key="level", bind="query-params",
                          help="0 = the top of the hierarchy; higher levels split a community into smaller ones")
     return None if value in (None, ALL) else int(value)
 
 
 def frame(rows: list[Community]) -> pd.DataFrame:
+    """The list's rows; the rank column only where the communities have one (computed ones have no LLM rank)."""
+    ranked = any(c.rank is not None for c in rows)
+    columns = ["id", "level", "title", *(["rank"] if ranked else []), "entities", "relations", "parent", "source"]
     return pd.DataFrame(
         [{"id": c.id, "level": c.level, "title": clean(short(c.title, 120)), "rank": c.rank, "entities": c.size,
           "relations": len(c.relation_ids), "parent": c.parent or "", "source": c.source} for c in rows],
-        columns=["id", "level", "title", "rank", "entities", "relations", "parent", "source"],
+        columns=columns,
     )
 
 
@@ -45,8 +50,8 @@ def community_list(index: CommunityIndex, level: int | None) -> Community | None
     rows = index.ranked(level)
     wanted = st.query_params.get("community")
     if wanted is not None and wanted not in index.by_id:
-        st.warning(f"{md_code(f'community={wanted}')} in the link names no community of this graph.",
-                   icon=":material/link_off:")
+        link_params.render([link_params.note("community", f"{md_code(f'community={wanted}')} in the link names no "
+                                                          "community of this graph.", None)])
         st.query_params.pop("community")
         wanted = None
     at = [i for i, c in enumerate(rows) if c.id == wanted]
@@ -97,8 +102,8 @@ def render_entity(kg: KG, index: CommunityIndex) -> str | None:
         return None
     found: list[Entity] = kg.graph.get_entities([eid], chunks=False)
     if not found:
-        st.warning(f"{md_code(f'entity={short(eid, 80)}')} in the link names no entity of this graph.",
-                   icon=":material/link_off:")
+        link_params.render([link_params.note("entity", f"{md_code(f'entity={short(eid, 80)}')} in the link names "
+                                                       "no entity of this graph.", None)])
         return None
     entity = found[0]
     mine = sorted(index.of_entity(eid), key=lambda c: (c.level, c.id))
@@ -162,4 +167,4 @@ def render_community(live: LiveGraph, index: CommunityIndex, c: Community, focus
     with right:
         sub = community_subgraph(live.kg, c)
         render_graph(sub, GraphMarks.of(focus_nodes=[focus] if focus else []), max_nodes=MAX_DRAWN, height=560,
-                     legend=LEGEND, live=live, key="kg-communities", stem=f"community-{c.id}")
+                     legend=LEGEND, live=live, key="kg-communities", stem=f"community-{c.id}", quiet_labels=True)

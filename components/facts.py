@@ -9,8 +9,9 @@ import streamlit as st
 
 from components.grader import GradeRow, GradeTarget, Tag, render_grader, selected_key
 from components.sources import quote
-from retrieval.models import Chunk, VerbalizedFact
-from ui_text import md_literal
+from retrieval.graph.traverse import chain, readable, step_line
+from retrieval.models import Chunk, FactStep, VerbalizedFact
+from ui_text import md_literal, reading
 
 # Known scores first, in reading order; any other score key follows alphabetically.
 SCORE_ORDER = (
@@ -33,6 +34,30 @@ SCORE_LABELS = {
 }
 CHANNEL_COLORS = {"document": "blue", "graph": "violet"}
 CHANNEL_ICONS = {"document": ":material/description:", "graph": ":material/hub:"}
+
+
+def fact_text(fact: VerbalizedFact) -> str:
+    """How a fact reads in a list: one layout for every fact with relations (`traverse.readable`: relation,
+    direction, then the description as text), a passage's text as a reader expects it (`reading`)."""
+    if fact.steps:
+        return readable(fact.steps)
+    return reading(fact.text) if fact.type == "document" else fact.text
+
+
+def fact_line(fact: VerbalizedFact) -> str:
+    """A fact on one line (a table cell, a chart tooltip): `A —REL→ B ←REL2— C`, else its text."""
+    return chain(fact.steps) if fact.steps else " ".join(fact.text.split())
+
+
+def steps_markdown(steps: Sequence[FactStep]) -> str:
+    """One Markdown bullet per relation: `A —REL→ B` the way it runs, then its description (literal text)."""
+    lines = []
+    for step in steps:
+        line = f"- {md_literal(step_line(step))}"
+        if step.description.strip():
+            line += "  \n  " + md_literal(" ".join(step.description.split()))
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def channel_of(fact: VerbalizedFact) -> str:
@@ -82,8 +107,10 @@ def fact_row(rank: int, fact: VerbalizedFact, query: str, *, channels: bool = Fa
     citation), book › chapter, every score. The row key carries the rank, so a filtered list keeps its keys."""
     marks = [Tag(fact.type)]
     if channels:
-        marks.append(Tag(channel_of(fact), CHANNEL_COLORS[channel_of(fact)]))
-    return GradeRow(key=f"{rank}|{fact.id}", query=query, item_id=fact.id, text=fact.text, rank=str(rank),
+        channel = channel_of(fact)
+        marks = [m for m in marks if m.text != channel]  # a passage is "document" once, not "document document"
+        marks.append(Tag(channel, CHANNEL_COLORS[channel]))
+    return GradeRow(key=f"{rank}|{fact.id}", query=query, item_id=fact.id, text=fact_text(fact), rank=str(rank),
                     tags=(*marks, *tags), meta=where_of(fact), scores=fact_scores(fact))
 
 
@@ -112,7 +139,7 @@ def render_fact_detail(index: int, fact: VerbalizedFact, chunks: dict[str, Chunk
     """The picked fact: its text, scores and the chunks it cites."""
     with st.container(border=True, key="picked-fact"):
         st.markdown(f"**Picked fact #{index + 1}** · `{fact.type}` — highlighted in the graph")
-        st.markdown(md_literal(fact.text))
+        st.markdown(steps_markdown(fact.steps) if fact.steps else quote(fact_text(fact)))
         if fact.scores:
             st.caption(" · ".join(f"{SCORE_LABELS.get(k, k)} {fmt_score(k, v)}" for k, v in fact.scores.items()))
         cited = [c for c in (chunks.get(cid) for cid in fact.chunk_ids) if c is not None]

@@ -12,7 +12,7 @@ on the next run. Each grade is one `LabelStore.put_label` (fsynced before it ret
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.errors import RetrievalError
+from retrieval.errors import AccessDenied, RetrievalError
 from retrieval.evaluation.consensus import shown_labels
 from retrieval.evaluation.labels import ADJUDICATED, CONSENSUS, Label, LabelStore, normalize_query
 from ui_text import clean, md_literal
@@ -63,14 +63,19 @@ class GradeRow:
 
 @dataclass(frozen=True)
 class GradeTarget:
-    """Where grades go: the label store, the graph version they belong to and who gives them (None: the sidebar
-    name is invalid, so the list is read-only). Without a store (it cannot be opened: `problem` says why) the
-    list shows no grades and stores none."""
+    """Where grades go: the label store, the graph version they belong to and who gives them (None: the list is
+    read-only, `problem` says why: an invalid sidebar name, a role that may not grade). Without a store (it cannot be
+    opened) the list shows no grades and stores none. `check` authorises a grade on the server before it is stored
+    (team mode: a list drawn read-only still gets a crafted grade log, which it refuses); `note` goes on each label."""
 
     store: LabelStore | None
     graph_version: str
     annotator: str | None
     problem: str = ""
+    check: Callable[[], None] | None = None
+    note: str = ""
+    # labels mapped through the graph's curation (a grade on an entity later merged shows on the one kept)
+    follow: Callable[[list[Label]], list[Label]] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,10 +117,17 @@ def apply_log(log: object, rows: Mapping[str, tuple[str, str]], target: GradeTar
     leaving the rest unacknowledged, so the browser keeps them and the next run tries again.
     """
     client, events, problems = new_events(log, applied)
+    if events and target.check is not None:
+        try:
+            target.check()
+        except AccessDenied as exc:  # never allowed on this list: acknowledged, so the browser stops sending them
+            applied[client] = events[-1].seq
+            return [*problems, f"Grades are not saved: {exc}"]
     if target.store is None:
         return [*problems, f"Grades are not saved: {target.problem}"] if events else problems
     if target.annotator is None:
-        return [*problems, "Grades are not saved: fix the annotator name in the sidebar."] if events else problems
+        why = target.problem or "fix the annotator name in the sidebar."
+        return [*problems, f"Grades are not saved: {why}"] if events else problems
     for ev in events:
         where = rows.get(ev.key)
         if where is None:
@@ -127,7 +139,7 @@ def apply_log(log: object, rows: Mapping[str, tuple[str, str]], target: GradeTar
                     target.store.delete_label(query, item, target.graph_version, annotator=target.annotator)
                 else:
                     target.store.put_label(query, item, ev.grade, graph_version=target.graph_version,
-                                           annotator=target.annotator)
+                                           annotator=target.annotator, note=target.note)
             except RetrievalError as exc:
                 problems.append(f"Grade not saved (it is kept in the browser and retried): {exc}")
                 break
@@ -177,6 +189,8 @@ def shown_grades(rows: Sequence[GradeRow], target: GradeTarget, *, own_only: boo
             out.update({(lb.query_text, lb.item_id): lb for lb in own})
             continue
         labels = target.store.get_labels(query, target.graph_version)
+        if target.follow is not None:
+            labels = target.follow(labels)
         for item, label in shown_labels(labels, target.annotator or "").items():
             out[label.query_text, item] = label
     return out
@@ -217,7 +231,8 @@ def render_grader(
     for problem in st.session_state.pop(f"{key}:problems", []):
         st.error(md_literal(problem), icon=":material/error:")
     if target.annotator is None:
-        st.warning("Grading is off: the annotator name in the sidebar is not valid.", icon=":material/edit_off:")
+        why = md_literal(target.problem) if target.problem else "the annotator name in the sidebar is not valid."
+        st.warning(f"Grading is off: {why}", icon=":material/edit_off:")
     log = _state(key).get("log")
     client = log.get("client") if isinstance(log, Mapping) else None
     applied = st.session_state.get(APPLIED, {})

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from retrieval.models import Entity, Relation, Subgraph
-from ui_palette import type_colors as palette_colors
+from ui_palette import PALETTE, color_of, type_key
 from ui_text import clean, short
 
 MAX_DRAWN_NODES = 5000  # the live view's own ceiling: beyond it the status line says what is left out
@@ -91,10 +91,15 @@ class GraphView:
 EMPTY = GraphView(html="", shown_nodes=0, total_nodes=0, shown_edges=0, focus_nodes=0, focus_edges=0)
 
 
-def type_colors(nodes: Iterable[Entity], order: Sequence[str] = ()) -> dict[str, str]:
-    """The colours of the nodes' types (`ui_palette.type_colors`): by the graph's type `order` when given, so a
-    type keeps its colour on every page of one graph; else most frequent first among these nodes."""
-    return palette_colors((clean(n.type) or "entity" for n in nodes), [clean(t) for t in order])
+def type_colors(nodes: Iterable[Entity], palette: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The drawn types, most frequent in the view first (the legend's order), each in its colour: the graph's
+    (`palette`, from `ui_palette.type_palette`, so a type keeps it on every page and after an expansion); without
+    one (a view of no opened graph), the view's own types by frequency take the palette in order."""
+    counts = Counter(type_key(n.type) for n in nodes)
+    ordered = sorted(counts, key=lambda t: (-counts[t], t))
+    if palette is not None:
+        return {t: color_of(t, palette) for t in ordered}
+    return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(ordered)}
 
 
 def pick_nodes(subgraph: Subgraph, marks: GraphMarks, max_nodes: int) -> list[Entity]:
@@ -244,17 +249,17 @@ def drawing(
     base: frozenset[str] | None = None,
     anchors: Mapping[str, str] | None = None,
     stored: Mapping[str, tuple[float, float]] | None = None,
-    type_order: Sequence[str] = (),
+    palette: Mapping[str, str] | None = None,
 ) -> Drawing:
     """Nodes (id, name, type, description, roles, position) and edges (id, ends, type, description, roles) as
     compact JSON-ready data. Nodes of `base` (None: all) get the computed layout, from their `stored` map
     positions where the graph has them (`layout`), labels kept apart; the others (added by an expansion) carry
-    the `anchors` node they grew from, and the browser places them around it. Types are coloured in the graph's
-    `type_order` (ui_palette)."""
+    the `anchors` node they grew from, and the browser places them around it. `palette`: the graph's type colours
+    (`ui_palette`)."""
     nodes = pick_nodes(subgraph, marks, min(max_nodes, MAX_DRAWN_NODES))
     kept = {n.id for n in nodes}
     edges, left_edges = kept_edges(subgraph, kept)
-    colors = type_colors(nodes, type_order)
+    colors = type_colors(nodes, palette)
     types = list(colors)
     type_at = {t: i for i, t in enumerate(types)}
     rels = sorted({clean(r.relation_type) for r in edges})
@@ -272,7 +277,7 @@ def drawing(
     anchors = anchors or {}
     out_nodes = []
     for n in nodes:
-        item: dict[str, Any] = {"i": n.id, "n": short(n.name, 200), "t": type_at[clean(n.type) or "entity"],
+        item: dict[str, Any] = {"i": n.id, "n": short(n.name, 200), "t": type_at[type_key(n.type)],
                                 "r": marks.node_roles(n.id)}
         if n.description:
             item["d"] = short(n.description, 300)

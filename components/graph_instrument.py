@@ -13,18 +13,17 @@ from typing import Any
 
 import streamlit as st
 
-from components import graph_live
+from components import graph_edit, graph_live
 from components.graph_data import EMPTY, GraphMarks, GraphView, Legend, digest, drawing, ids_of, pick_nodes, status_line
 from components.links import paths_params, search_params
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.explore.details import entity_details, relation_details, view_entity_details, view_relation_details
 from retrieval.explore.export import merge_subgraphs
-from retrieval.graph.mapdata import type_order
 from retrieval.graph.runtime import KG
 from retrieval.graph.traverse import MAX_BUDGET, neighbour_summary
 from retrieval.models import Chunk, EntityDetails, RelationDetails, Subgraph
 from ui_records import LiveGraph
-from ui_text import clean, entity_label, short, slug
+from ui_text import clean, entity_label, reading, short, slug
 
 EXPAND_STEP = 20  # neighbours a double-click adds (best-connected first); another adds the next ones
 SOURCE_TEXT = 700  # characters of a source chunk shown in the panel
@@ -52,6 +51,7 @@ class ViewState:
     path_start: str | None = None
     nav: tuple[str, str, str] | None = None  # ("paths", a, b) | ("search" | "communities", id, "") for the next run
     last_seq: float = 0.0  # the browser numbers its events increasingly: one already applied is not applied again
+    edit: graph_edit.EditState = field(default_factory=graph_edit.EditState)
 
     @property
     def active(self) -> list[Step]:
@@ -127,11 +127,27 @@ def apply_event(state: ViewState, event: Mapping[str, Any], hooks: ExpandHooks |
         state.nav = (kind, node, "")
 
 
-def _on_event(key: str, scene: str, hooks: ExpandHooks | None) -> None:
+EDIT_EVENTS = frozenset({"edit_node", "edit_edge", "mark", "merge_preview", "merge", "relate_start", "relate",
+                         "cancel", "offer_merge"})
+
+
+def _on_event(key: str, scene: str, hooks: ExpandHooks | None, live: LiveGraph | None = None) -> None:
     value = st.session_state.get(key)
     event = value.get("event") if isinstance(value, Mapping) else None
-    if isinstance(event, Mapping):
-        apply_event(state_for(key, scene), event, hooks)
+    if not isinstance(event, Mapping):
+        return
+    state = state_for(key, scene)
+    if event.get("type") in EDIT_EVENTS:
+        seq = event.get("seq")
+        if not isinstance(seq, int | float) or seq <= state.last_seq:
+            return  # an edit is applied once, never replayed by a rerun
+        state.last_seq = float(seq)
+        if live is not None and live.curation is not None:
+            select = graph_edit.handle(live.kg, live.curation, state.edit, event)
+            if select is not None:
+                state.selected = ("node", select)
+        return
+    apply_event(state, event, hooks)
 
 
 # --- expansion ----------------------------------------------------------------------------------
@@ -167,7 +183,7 @@ def grow(live: LiveGraph, base: Subgraph, steps: list[Step]) -> tuple[Subgraph, 
 
 def _source(c: Chunk) -> dict[str, str]:
     return {"id": clean(c.id), "book": clean(c.original_document), "chapter": clean(c.chapter),
-            "text": short(c.text, SOURCE_TEXT)}
+            "text": short(reading(c.text), SOURCE_TEXT)}
 
 
 def node_panel(d: EntityDetails, *, score_words: Mapping[str, float], neighbours: dict[str, Any] | None,
@@ -204,9 +220,24 @@ def edge_panel(d: RelationDetails, graph: str) -> dict[str, Any]:
 
 
 def details(kg: KG | None, view: Subgraph, selected: tuple[str, str], scores: Mapping[str, Mapping[str, float]],
-            ) -> dict[str, Any]:
+            live: LiveGraph | None = None, edit: graph_edit.EditState | None = None) -> dict[str, Any]:
     """The panel's data for the selected node or edge: from the engine when the opened graph holds it, else from
-    the view's own records; an error line when neither does (a stale selection)."""
+    the view's own records; an error line when neither does (a stale selection). With curation (`live`), the
+    record's edit block too (revision, history, merge marks and preview, the last edit's outcome)."""
+    panel = _details(kg, view, selected, scores)
+    if live is not None and live.curation is not None and edit is not None and "error" not in panel and \
+            kg is not None and (selected[1] in kg.index.id_to_idx or selected[0] == "edge"):
+        a = kg.index.arrays
+        names = {i: a.node_names[kg.index.id_to_idx[i]] for i in [*edit.marks, edit.relate_from or ""]
+                 if i in kg.index.id_to_idx}
+        panel["edit"] = graph_edit.panel(kg, live.curation, edit, selected[0], selected[1], names)
+    elif live is not None and live.curation is not None and edit is not None and edit.notice:
+        panel["edit_notice"] = [edit.notice, edit.error]
+    return panel
+
+
+def _details(kg: KG | None, view: Subgraph, selected: tuple[str, str], scores: Mapping[str, Mapping[str, float]],
+             ) -> dict[str, Any]:
     kind, item = selected
     graph = kg.name if kg is not None else ""
     vectors = kg.vectors if kg is not None else None
@@ -281,15 +312,14 @@ class Built:
 
 def map_context(kg: KG, view: Subgraph) -> dict[str, Any]:
     """What the graph's Map shares with this view: the stored positions of its entities (when the version has
-    its layout) and the graph's type order (a type's colour)."""
+    its layout)."""
     stored = kg.stored_layout()
-    return {"stored": stored.positions([n.id for n in view.nodes]) if stored is not None else None,
-            "type_order": type_order(kg.index)}
+    return {"stored": stored.positions([n.id for n in view.nodes]) if stored is not None else None}
 
 
 def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: LiveGraph | None, max_nodes: int,
           legend: Legend, hooks: ExpandHooks | None, base_ids: frozenset[str] | None,
-          anchors: Mapping[str, str] | None, cut_note: str) -> Built:
+          anchors: Mapping[str, str] | None, cut_note: str, palette: Mapping[str, str] | None = None) -> Built:
     """Base (within the node budget) plus this view's expansions, laid out and turned into the payload's data."""
     base_nodes = pick_nodes(subgraph, marks, max_nodes)
     kept = {n.id for n in base_nodes}
@@ -301,6 +331,7 @@ def build(subgraph: Subgraph, marks: GraphMarks, state: ViewState, *, live: Live
         grown.update(more)
     drawn = drawing(view, marks, max_nodes=len(view.nodes) or 1, legend=legend,
                     base=base_ids if base_ids is not None else frozenset(kept), anchors=grown,
+                    palette=palette or (live.colors if live is not None else None),
                     **map_context(live.kg, view) if live is not None else {})
     added = len(view.nodes) - len(base.nodes)
     unique = len({n.id for n in subgraph.nodes})
@@ -329,11 +360,15 @@ def render(
     anchors: Mapping[str, str] | None = None,
     cut_note: str = "",
     stem: str = "graph",
+    palette: Mapping[str, str] | None = None,
+    quiet_labels: bool = False,
 ) -> tuple[GraphView, Subgraph]:
     """Draw `subgraph` in the live component `key` and answer its events; with `live` (the opened graph) clicks
     show the engine's details, double-clicks expand and the context actions open other pages. Returns what is
     drawn and the view's subgraph (base plus expansions, without hidden nodes: what an export of "the current
-    view" holds)."""
+    view" holds). `palette`: the graph's type colours for a view without `live` (the schema); `quiet_labels`: label
+    only the relations of the node in focus (hovered or selected), for views of many relations between few nodes
+    (a schema, a community), whose labels would pile up into a knot."""
     kg = live.kg if live is not None else None
     ids = ids_of(subgraph)
     scene = scene or digest(ids, max_nodes)
@@ -343,29 +378,32 @@ def render(
     legend = legend or Legend()
     sig = digest(scene, ids, max_nodes, [vars(legend)], [sorted(v) for v in vars(marks).values()],
                  [(s.node, s.rel, s.rounds) for s in state.active], state.hidden, sorted(state.pinned),
-                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.version if kg else "")
+                 sorted(base_ids or ()), sorted((anchors or {}).items()), cut_note, kg.revision if kg else "",
+                 sorted((palette or {}).items()))
     memo = st.session_state.get(f"{key}::built")
     if not (isinstance(memo, tuple) and memo[0] == sig):
         memo = (sig, build(subgraph, marks, state, live=live, max_nodes=max_nodes, legend=legend, hooks=hooks,
-                           base_ids=base_ids, anchors=anchors, cut_note=cut_note))
+                           base_ids=base_ids, anchors=anchors, cut_note=cut_note, palette=palette))
         st.session_state[f"{key}::built"] = memo
     built: Built = memo[1]
     start_name = ""
     if state.path_start:
         start_name = next((n.name for n in built.view.nodes if n.id == state.path_start), state.path_start)
-    head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"),
+    head = {"key": key, "scene": scene, "height": height, "stem": slug(stem, 64, "graph"), "quiet": quiet_labels,
             "features": {"expand": kg is not None, "paths": kg is not None, "search": kg is not None,
-                         "communities": kg is not None}}
+                         "communities": kg is not None,
+                         "edit": live is not None and live.curation is not None}}
     graph = json.dumps(head, separators=(",", ":"))[:-1] + "," + built.graph_json[1:]  # one JSON object
     extra = {
-        "details": _details_once(key, sig, kg, built.view, state.selected, scores or {}) if state.selected else None,
+        "details": _details_once(key, sig, kg, built.view, state.selected, scores or {}, live, state.edit)
+        if state.selected else None,
         "notice": f"Path start: {short(start_name, 60)} — right-click another node: Use as path end"
         if start_name else "; ".join(built.warnings),
         "can_undo": hooks.can_back if hooks else state.pos > 0,
         "can_redo": hooks.can_forward if hooks else state.pos < len(state.steps),
         "seq": state.last_seq,
     }
-    graph_live.mount(key, graph.encode("ascii"), extra, partial(_on_event, key, scene, hooks))
+    graph_live.mount(key, graph.encode("ascii"), extra, partial(_on_event, key, scene, hooks, live))
     st.caption(built.status + " · click a node for details, double-click to expand, right-click for more")
     hidden = set(state.hidden)
     view = built.view
@@ -375,15 +413,18 @@ def render(
 
 
 def _details_once(key: str, sig: str, kg: KG | None, view: Subgraph, selected: tuple[str, str],
-                  scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    """`details`, kept while the view and the selection stay the same: a rerun for anything else (a grade, a
-    widget) does not query the stores again. A stale-selection error is not kept, so the next run retries."""
+                  scores: Mapping[str, Mapping[str, float]], live: LiveGraph | None = None,
+                  edit: graph_edit.EditState | None = None) -> dict[str, Any]:
+    """`details`, kept while the view, the selection and the edit state stay the same: a rerun for anything else
+    (a grade, a widget) does not query the stores again. A stale-selection error is not kept, so the next run
+    retries."""
     item = selected[1]
-    memo_key = (sig, selected, tuple((name, vals.get(item)) for name, vals in sorted(scores.items())))
+    memo_key = (sig, selected, tuple((name, vals.get(item)) for name, vals in sorted(scores.items())),
+                repr(edit), kg.revision if kg is not None else "")
     memo = st.session_state.get(f"{key}::details")
     if isinstance(memo, tuple) and memo[0] == memo_key:
         return memo[1]  # type: ignore[no-any-return]
-    panel = details(kg, view, selected, scores)
+    panel = details(kg, view, selected, scores, live, edit)
     if "error" not in panel:
         st.session_state[f"{key}::details"] = (memo_key, panel)
     return panel

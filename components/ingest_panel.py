@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,16 +13,18 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from components.upload import safe_extract_zip
+from retrieval.access import Gate, Permit
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, RetrievalError
 from retrieval.graph import catalog
 from retrieval.ingest import FORMATS as FORMAT_NAMES
 from retrieval.ingest import IngestOptions
-from retrieval.ingest.build import build_graph
+from retrieval.ingest.archive import safe_extract_zip
+from retrieval.ingest.build import ingest
 from retrieval.ingest.graphml import MAPPING_KEYS
-from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.load import default_name, server_folder
+from retrieval.ingest.versions import delete_graph
 from retrieval.models import GraphStats
 from ui_text import md_code, md_literal
 
@@ -85,22 +88,28 @@ def run_ingest(
     *,
     mapping: dict[str, str] | None = None,
     shown_as: tuple[Path, str] | None = None,
+    permit: Permit | None = None,
 ) -> None:
     """Parse, embed and build graph `name` with stage-by-stage progress, then rerun the page so the new graph is
     listed at once; errors are shown (archive member paths, never the temporary folder), not raised.
 
-    `shown_as` = (temporary folder, archive name) maps extracted paths back to the archive's members.
+    `shown_as` = (temporary folder, archive name) maps extracted paths back to the archive's members. `permit`
+    (importing `name`) is checked before anything is read, and the import it allowed is logged.
     """
+    if not permitted(permit, name):
+        return
     board = StageBoard(f"Importing {name}…")
-    try:
+    try:  # an import through the app: the name checked first, the graph held to KG_MAX_IMPORT_ITEMS
         options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
-        data = load_data(path, fmt, options)
-        result = build_graph(cfg, data, name, embedder=embedder, progress=False,
-                             source=relabel(str(path), shown_as), report=board)
+        result = ingest(cfg, path, fmt=fmt, name=name, embedder=embedder, progress=False, options=options,
+                        source=relabel(str(path), shown_as), web=True)
     except RetrievalError as exc:
         board.finish(False)
         show_ingest_error(exc, shown_as)
         return
+    if permit is not None:
+        permit.record(f"version {result.version}{' (unchanged)' if result.unchanged else ''} from "
+                      f"{relabel(str(path), shown_as)}")
     st.session_state[DONE_KEY] = {
         "name": result.name, "version": result.version, "unchanged": result.unchanged,
         "summary": relabel(result.summary(), shown_as), "warnings": [relabel(w, shown_as) for w in result.warnings],
@@ -153,11 +162,11 @@ def render_stats(stats: GraphStats) -> None:
     )
 
 
-def graphs_frame(data_dir: Path) -> pd.DataFrame:
-    """One row per graph of the data directory, from the manifests (no store is opened)."""
+def graphs_frame(data_dir: Path, names: list[str]) -> pd.DataFrame:
+    """One row per graph `names` lists (those this user may open), from the manifests (no store is opened)."""
     active = catalog.active_name(data_dir)
     rows = []
-    for name in catalog.list_graphs(data_dir):
+    for name in names:
         try:
             h = catalog.resolve(data_dir, name)
         except RetrievalError:
@@ -173,53 +182,134 @@ def graphs_frame(data_dir: Path) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ImportSource:
-    """What the analyst chose: an uploaded .zip or a folder on the server."""
+    """What the analyst chose: an uploaded .zip, or a folder on the server as typed (checked by the engine's
+    `server_folder` against the import root when shown and again when imported)."""
 
     upload: UploadedFile | None = None
-    folder: Path | None = None
+    folder: str = ""
 
     @property
     def hint(self) -> str:
         if self.upload is not None:
             return Path(self.upload.name).stem
-        return self.folder.name if self.folder else ""
+        return Path(self.folder.strip()).name
 
 
-def import_source() -> ImportSource:
-    upload_tab, path_tab = st.tabs(["Upload .zip", "Server path"])
+def import_source(cfg: Settings) -> ImportSource:
+    """The uploader, and (only with KG_IMPORT_ROOT set) a folder on the server inside the import root."""
+    if cfg.import_root is None:  # no server folders at all: the box is not shown (and run_import refuses one)
+        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip",
+                                  max_upload_size=cfg.max_upload_mb)
+        return ImportSource(upload=upload)
+    # keyed and tracked, so the rerun after an import keeps the tab the analyst imported from
+    upload_tab, path_tab = st.tabs(["Upload .zip", "Server folder"], key="import-tab", on_change="rerun")
     with upload_tab:
-        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip")
+        upload = st.file_uploader("A graph folder, zipped", type=["zip"], key="import-zip",
+                                  max_upload_size=cfg.max_upload_mb)
     with path_tab:
-        server_path = st.text_input("Folder on the server", key="import-path", placeholder="/data/my-bundle")
+        server_path = st.text_input("Folder on the server", key="import-path", placeholder="team/my-bundle",
+                                    help="A folder inside the import root set by the administrator (KG_IMPORT_ROOT); "
+                                         "a path relative to it, or an absolute path inside it")
     if upload is not None:
         return ImportSource(upload=upload)
     if server_path:
-        folder = Path(server_path).expanduser()
-        if folder.is_dir():
-            return ImportSource(folder=folder)
-        st.error(f"Not a folder on the server: {md_code(folder)}", icon=":material/error:")
+        try:
+            server_folder(cfg, server_path)
+        except RetrievalError as exc:
+            st.error(md_literal(exc), icon=":material/block:")
+            return ImportSource()
+        return ImportSource(folder=server_path)
     return ImportSource()
 
 
 def run_import(
-    cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str]
+    cfg: Settings, source: ImportSource, fmt: str, name: str, embedder: Embedder, mapping: dict[str, str],
+    permit: Permit | None = None,
 ) -> None:
-    """Extract an upload safely into a temp dir (removed afterwards), or read the server folder, then ingest."""
+    """Extract an upload safely into a temp dir (removed afterwards), or read the server folder (checked here
+    again, on the server, whatever the page showed), then ingest; `permit` (importing `name`) is checked first."""
+    if not permitted(permit, name):
+        return
     if source.upload is None:
         if source.folder:
-            run_ingest(cfg, source.folder, fmt, name, embedder, mapping=mapping)
+            try:
+                folder = server_folder(cfg, source.folder)
+            except RetrievalError as exc:
+                st.error(f"**Import refused:** {md_literal(exc)}", icon=":material/block:")
+                return
+            run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping, permit=permit)
         return
     with tempfile.TemporaryDirectory(prefix="kg-upload-") as tmp:
         try:
-            folder = safe_extract_zip(source.upload, Path(tmp))
+            folder = safe_extract_zip(source.upload, Path(tmp), cfg)
         except RetrievalError as exc:
             st.error(f"**Upload rejected:** {md_literal(exc)}", icon=":material/error:")
             return
         run_ingest(cfg, folder, fmt, name, embedder, mapping=mapping,
-                          shown_as=(Path(tmp), source.upload.name))
+                   shown_as=(Path(tmp), source.upload.name), permit=permit)
 
 
 def name_hint(hint: str) -> str:
     return default_name(Path(hint or "graph"))
 
 
+
+
+def permitted(permit: Permit | None, name: str) -> bool:
+    """Check an action on the server before it runs (a refusal is shown and logged); True when it may go on."""
+    if permit is None:
+        return True
+    try:
+        permit.check(name)
+    except RetrievalError as exc:
+        st.error(md_literal(exc), icon=":material/lock:")
+        return False
+    return True
+
+
+def render_graph_actions(cfg: Settings, gate: Gate, names: list[str], pick_graph: Callable[[str], None],
+                         team: bool) -> None:
+    """Pick a graph, then: open it for yourself (team mode; the sidebar's picker does the same), make it active for
+    everyone (the graph new sessions open with; this session switches to it too), delete it. Each button is drawn
+    for every role (its tooltip says which role it needs); a click is checked on the server, and a refusal names
+    the role and is logged."""
+    pick = st.selectbox("Graph", names, index=None, placeholder="Choose a graph to activate", key="graph-pick")
+    activate, delete = gate.permit("activate", graph=pick), gate.permit("delete", graph=pick)
+    row = st.container(horizontal=True)
+    if team and row.button("Open for me", disabled=pick is None, key="graph-open") and pick:
+        pick_graph(pick)
+        st.rerun()
+    label = "Make active" if not team else "Make active for everyone"
+    if row.button(label, disabled=pick is None, help=activate.refusal or "The graph new sessions open with (this "
+                  "session switches to it too)", key="graph-activate") and pick and permitted(activate, pick):
+        catalog.set_active(cfg.data_dir, pick)
+        activate.record()
+        pick_graph(pick)
+        st.rerun()
+    asked = st.session_state.get("graph-delete-ask")
+    if row.button("Delete…", disabled=pick is None, help=delete.refusal or None,
+                  icon=":material/delete:", key="graph-delete") and pick and permitted(delete, pick):
+        st.session_state["graph-delete-ask"] = asked = pick
+    if asked and asked == pick:
+        render_delete_confirm(cfg, delete, pick)
+
+
+def render_delete_confirm(cfg: Settings, delete: Permit, name: str) -> None:
+    """The second step of deleting a graph: every version goes, for everyone."""
+    st.warning(f"Delete graph **{md_literal(name)}** and every version of it, for everyone?", icon=":material/warning:")
+    yes, no = st.columns(2)
+    if yes.button("Delete graph", type="primary", icon=":material/delete_forever:", key="graph-delete-yes") \
+            and permitted(delete, name):
+        st.session_state.pop("graph-delete-ask", None)
+        try:
+            removed = delete_graph(cfg, name)
+        except RetrievalError as exc:
+            st.error(f"Cannot delete graph **{md_literal(name)}**: {md_literal(exc)}", icon=":material/error:")
+            return
+        delete.record(f"{len(removed)} version(s) removed")
+        st.query_params.pop("graph", None)
+        st.toast(f"Deleted graph {name}", icon=":material/delete:")
+        st.rerun()
+    if no.button("Cancel", key="graph-delete-no"):
+        st.session_state.pop("graph-delete-ask", None)
+        st.rerun()

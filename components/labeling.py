@@ -4,12 +4,15 @@ per-query progress, inter-annotator agreement with adjudication, and qrels expor
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
+from components import link_params
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
+from retrieval.access import Permit
 from retrieval.errors import NotFoundError, RetrievalError
 from retrieval.evaluation.agreement import AgreementReport, agreement
 from retrieval.evaluation.consensus import resolve_labels
@@ -18,8 +21,9 @@ from retrieval.evaluation.pooling import MAX_DEPTH, PoolInfo, build_pool, pool_i
 from retrieval.evaluation.querysets import QuerySet, get_query_set, import_queries, list_query_sets, sniff_format
 from retrieval.evaluation.trec import QRELS_FILE, QUERIES_FILE, export_qrels
 from retrieval.graph.runtime import KG
+from retrieval.items import CHUNK_PREFIX
 from retrieval.search.modes import MODES
-from ui_text import clean, md_code, md_literal, short, slug
+from ui_text import clean, md_code, md_literal, reading, short, slug
 
 RERANKERS = ("none", "graph", "mmr", "cross_encoder", "llm")
 QUERY_FILE_TYPES = ["tsv", "txt", "jsonl", "ndjson", "json"]
@@ -29,11 +33,15 @@ MAX_QUERY_FILE_MB = 50  # far above any real query set (a query is at most 2,000
 # --- query sets -----------------------------------------------------------------------------------------
 
 
-def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs") -> None:
+def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs", permit: Permit | None = None, *,
+                            max_queries: int | None = None) -> None:
     """Upload `queries.tsv` (query_id<TAB>text) or JSONL ({"id", "query"}) as a named set; validated whole first.
     The label store (`labels` opens it) opens only on Import, so a data directory it cannot open (read-only) leaves
-    the page usable."""
+    the page usable. `permit` (team mode: curators) is checked on the server before anything is stored."""
     st.markdown("#### Import a query set for labeling")
+    if permit is not None and not permit.allowed:
+        st.caption(md_literal(permit.refusal))
+        return
     flash = st.session_state.pop(f"{key}-flash", None)
     if flash:
         st.success(flash, icon=":material/check:")
@@ -49,15 +57,20 @@ def render_query_set_import(labels: Callable[[], LabelStore], key: str = "qs") -
         return
     assert upload is not None
     try:
+        if permit is not None:
+            permit.check(f"query set {name}")
         text = upload.getvalue().decode("utf-8-sig")
         store = labels()
-        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name))
+        found = import_queries(store, text, name, replace=replace, fmt=sniff_format(text, upload.name),
+                               max_queries=max_queries)
     except UnicodeDecodeError:
         st.error(f"{md_literal(upload.name)} is not UTF-8 text.", icon=":material/error:")
         return
     except RetrievalError as exc:
         st.error(md_literal(exc), icon=":material/error:")
         return
+    if permit is not None:
+        permit.record(f"query set {found.name}: {len(found.queries)} queries")
     st.session_state[f"{key}-flash"] = f"Imported query set **{md_literal(found.name)}**: {len(found.queries)} queries."
     st.rerun()  # the set pickers above list the new set
 
@@ -67,6 +80,11 @@ def choose_set(store: LabelStore) -> QuerySet | None:
     sets = {qs.name: n for qs, n in list_query_sets(store)}
     if not sets:
         return None
+    raw = st.query_params.get("set")
+    if raw is not None and raw not in sets:  # read before the widget is drawn: drawing it drops the bad value
+        link_params.render([link_params.note("set", f"{md_code(f'set={raw}')} in the link names no query set here "
+                                                    f"({', '.join(sets)}): {next(iter(sets))} is open.",
+                                             next(iter(sets)))])
     name = st.selectbox("Query set", list(sets), key="set", bind="query-params",
                         format_func=lambda n: f"{n} · {sets[n]} queries")
     return get_query_set(store, name) if name else None
@@ -79,8 +97,12 @@ def current_pool(store: LabelStore, qset: QuerySet, version: str) -> PoolInfo | 
         return None
 
 
-def render_pool(kg: KG, store: LabelStore, qset: QuerySet) -> None:
-    """The set's pool on this graph version, and the form that (re)builds it: depth, modes, rerankers."""
+def render_pool(kg: KG, store: LabelStore, qset: QuerySet, unavailable: Mapping[str, str] | None = None,
+                permit: Permit | None = None) -> None:
+    """The set's pool on this graph version, and the form that (re)builds it: depth, modes, rerankers. A reranker
+    in `unavailable` (name -> why) cannot run here: it is not pre-selected, and its option says so. `permit` (team
+    mode's curators) is checked on the server before a pool is built."""
+    unavailable = unavailable or {}
     info = current_pool(store, qset, kg.version)
     if info is None:
         st.info(f"**{md_literal(qset.name)}** has no pool on graph version {md_code(kg.version)} yet.",
@@ -90,16 +112,24 @@ def render_pool(kg: KG, store: LabelStore, qset: QuerySet) -> None:
                     f"{md_literal(info.created_at)} · systems: {md_literal(', '.join(info.systems))}")
         for w in info.warnings:
             st.caption(f":orange[{md_literal(w)}]")
+    if permit is not None and not permit.allowed:
+        st.caption(md_literal(permit.refusal))
+        return
     cols = st.columns([1, 3, 2], vertical_alignment="bottom")
     depth = cols[0].number_input("Depth", 1, MAX_DEPTH, 10, key="pool-depth", help="Each system's top k per query")
     modes = cols[1].multiselect("Search modes", MODES, default=list(MODES), key="pool-modes")
-    rerankers = cols[2].multiselect("Rerankers (facts pool of 50)", RERANKERS, default=list(RERANKERS[:4]),
-                                    key="pool-rerankers", help="A reranker that cannot run here is left out, said")
+    rerankers = cols[2].multiselect(
+        "Rerankers (facts pool of 50)", RERANKERS, default=[r for r in RERANKERS[:4] if r not in unavailable],
+        key="pool-rerankers", format_func=lambda r: f"{r} (cannot run here)" if r in unavailable else r,
+        help="  \n".join([f"{r}: {md_literal(why)}" for r, why in unavailable.items()]
+                         or ["Every reranker can run here"]))
     if st.button("Pool" if info is None else "Pool again", type="primary", key="pool-go", icon=":material/layers:",
                  disabled=not (modes or rerankers)):
         bar = st.progress(0.0, text="Pooling…")
         n = len(qset.queries)
         try:
+            if permit is not None:
+                permit.check(f"pool of {qset.name}")
             built = build_pool(store, kg, qset, int(depth), modes, rerankers,
                                progress=lambda i: bar.progress(i / n, text=f"Pooled {i} of {n} queries"))
         except RetrievalError as exc:
@@ -122,7 +152,8 @@ def queue_rows(store: LabelStore, qset: QuerySet, target: GradeTarget, reveal: b
         where = " › ".join(x for x in (src.original_document, src.chapter) if x) if src else ""
         systems = sorted((it.systems or {}).items(), key=lambda kv: (kv[1], kv[0]))
         rows.append(GradeRow(
-            key=f"{it.query_id}|{it.item_id}", query=it.query, item_id=it.item_id, text=it.text,
+            key=f"{it.query_id}|{it.item_id}", query=it.query, item_id=it.item_id,
+            text=reading(it.text) if it.item_id.startswith(CHUNK_PREFIX) else it.text,
             rank=str(it.position + 1), head=f"{it.query_id} · {it.query}" if first else "", tags=(Tag(it.kind),),
             meta=where, scores=tuple((name, f"#{rank}") for name, rank in systems),
         ))
@@ -192,10 +223,14 @@ def disagreement_rows(report: AgreementReport) -> list[GradeRow]:
     ) for n, d in enumerate(report.disagreements)]
 
 
-def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
-    """Kappa per pair, Krippendorff's alpha over all, and each disagreement with an adjudication control."""
+def render_agreement(store: LabelStore, qset: QuerySet, version: str, permit: Permit | None = None) -> None:
+    """Kappa per pair, Krippendorff's alpha over all, and each disagreement with an adjudication control (`permit`:
+    team mode's admins; each decision is checked on the server, logged, and noted with who made it)."""
     key = f"adjudicate-{slug(qset.name, 40, 'set')}-{version}"
     target = GradeTarget(store, version, ADJUDICATED)
+    if permit is not None and not permit.gate.identity.local:
+        target = GradeTarget(store, version, ADJUDICATED if permit.allowed else None, problem=permit.refusal,
+                             check=partial(adjudicated, permit), note=f"by {permit.gate.identity.key}")
     report = agreement_report(store, qset, version)
     if apply_pending(disagreement_rows(report), key, target):  # a decision just given changes what the rule gives
         report = agreement_report(store, qset, version)
@@ -216,6 +251,12 @@ def render_agreement(store: LabelStore, qset: QuerySet, version: str) -> None:
     render_grader(disagreement_rows(report), key=key, target=target, own_only=True, empty="No disagreements.")
 
 
+def adjudicated(permit: Permit) -> None:
+    """The server's check of one batch of decisions, logged when allowed (a refusal is logged by the check)."""
+    permit.check()
+    permit.record()
+
+
 # --- export ---------------------------------------------------------------------------------------------
 
 
@@ -227,10 +268,11 @@ def qrels_text(labels: Sequence[Label], qset: QuerySet, include_ties: bool) -> t
     return qrels.getvalue(), queries.getvalue(), n
 
 
-def render_export(store: LabelStore, qset: QuerySet, version: str) -> None:
-    """Download qrels + queries.tsv of one annotator, or adjudicated (the rule: decision, else consensus)."""
+def render_export(store: LabelStore, qset: QuerySet, version: str, only: str | None = None) -> None:
+    """Download qrels + queries.tsv of one annotator, or adjudicated (the rule: decision, else consensus); `only`
+    (team mode, not an admin): the signed-in annotator's own grades are the only single annotator offered."""
     labels = set_labels(store, qset, version)
-    names = sorted({lb.annotator for lb in labels if lb.annotator != ADJUDICATED})
+    names = sorted({lb.annotator for lb in labels if lb.annotator != ADJUDICATED and only in (None, lb.annotator)})
     who = st.selectbox("Whose grades", ["(adjudicated)", *names], key="export-who",
                        format_func=lambda n: n or "(anonymous)",
                        help="adjudicated: the adjudication, else the only annotator's grade, else the median")

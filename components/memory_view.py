@@ -14,10 +14,10 @@ import streamlit as st
 from components.graph_roles import TRAVERSAL_ROLES, draw
 from components.graph_view import GraphMarks
 from components.trace import render_warnings
-from retrieval.errors import ValidationError
+from retrieval.errors import RetrievalError, ValidationError
 from retrieval.explore.export import save_to_memory, stored_subgraph, to_graphml, to_json
-from retrieval.explore.memory import GraphMemory, check_id, list_namespaces, list_tenants
-from retrieval.graph.traverse import MAX_DEPTH, Direction
+from retrieval.explore.memory import GraphMemory, check_id, list_namespaces
+from retrieval.graph.traverse import MAX_DEPTH, Direction, chain, path_steps
 from retrieval.models import MemoryGraphSummary, MemoryResult, StoredGraph, Subgraph
 from ui_records import LiveGraph
 from ui_text import clean, md_code, md_literal, result_key, short
@@ -83,16 +83,34 @@ class Scope:
     namespace: str | None  # None: every namespace of the tenant
 
 
+def free_tenants(memory: GraphMemory) -> bool:
+    """Local mode: any tenant can be typed. Team mode: a user sees only the tenants their grants name."""
+    return memory.gate is None or memory.gate.identity.local
+
+
 def scope_picker(memory: GraphMemory) -> Scope | None:
-    """Tenant and namespace from those on disk, or typed new; an invalid id shows the store's error."""
+    """Tenant and namespace from those on disk (team mode: those this user may read), or typed new (local mode); an
+    invalid id shows the store's error, a tenant not granted (a crafted link) the refusal."""
     left, right = st.columns(2)
-    tenants = sorted({*list_tenants(memory.root), DEFAULT})
-    tenant = left.selectbox("Tenant", tenants, index=tenants.index(DEFAULT), key="tenant", bind="query-params",
-                            accept_new_options=True, help="Type a new tenant id to start one")
+    tenants, free = memory.tenants(), free_tenants(memory)
+    wanted = st.query_params.get("tenant")
+    if not free and memory.gate is not None and wanted is not None and wanted not in tenants:
+        try:  # a link naming a tenant not granted: refused (and logged), then the picker shows one that is
+            memory.gate.check("memory_read", tenant=wanted, detail="a link named this tenant")
+        except RetrievalError as exc:
+            st.warning(md_literal(exc), icon=":material/lock:")
+    if not tenants:
+        st.info("No graph-memory tenant is granted to you.", icon=":material/lock:")
+        return None
+    tenant = left.selectbox("Tenant", tenants, index=tenants.index(DEFAULT) if DEFAULT in tenants else 0, key="tenant",
+                            bind="query-params", accept_new_options=free,
+                            help="Type a new tenant id to start one" if free else "The tenants granted to you")
     try:
+        if not free and memory.gate is not None:
+            memory.gate.check("memory_read", tenant=str(tenant))
         tenant = check_id("tenant", tenant)
         spaces = [ALL, *sorted({*list_namespaces(memory.root, tenant), DEFAULT})]
-    except ValidationError as exc:
+    except RetrievalError as exc:
         st.error(md_literal(exc), icon=":material/error:")
         return None
     ns = right.selectbox("Namespace", spaces, index=spaces.index(DEFAULT), key="ns", bind="query-params",
@@ -233,7 +251,8 @@ def traverse_form(memory: GraphMemory, g: StoredGraph) -> MemoryResult | None:
     assert t is not None
     render_warnings(t.warnings)
     st.markdown(f"**{t.showing}** nodes within {t.max_depth} hops of **{md_literal(names.get(t.start_id, ''))}**")
-    frame = pd.DataFrame([{"hops": p.hops, "reaches": clean(p.nodes[-1].name), "path": clean(p.text)} for p in t.paths],
+    frame = pd.DataFrame([{"hops": p.hops, "reaches": clean(p.nodes[-1].name),
+                           "path": clean(chain(path_steps(p.nodes, p.edges)))} for p in t.paths],
                          columns=["hops", "reaches", "path"])
     st.dataframe(frame, hide_index=True, height=min(38 + 35 * len(frame), 320),
                  column_config={"hops": st.column_config.NumberColumn(width=48),
@@ -255,10 +274,11 @@ def render_contents(g: StoredGraph) -> None:
 
 
 def render_delete(memory: GraphMemory, g: StoredGraph) -> None:
-    """Two steps: ask, then confirm (or cancel)."""
+    """Two steps: ask, then confirm (or cancel); the store checks the user's role on the tenant (team mode)."""
     pending = st.session_state.get("m-delete") == g.graph_id
+    refusal = memory.gate.permit("memory_delete", tenant=g.tenant).refusal if memory.gate is not None else ""
     if not pending:
-        if st.button("Delete this graph…", icon=":material/delete:", key="m-del-ask"):
+        if st.button("Delete this graph…", icon=":material/delete:", key="m-del-ask", help=refusal or None):
             st.session_state["m-delete"] = g.graph_id
             st.rerun()
         return
@@ -316,24 +336,32 @@ def render_downloads(subgraph: Subgraph, metadata: Mapping[str, Any], stem: str,
 
 def export_popover(memory: Callable[[], GraphMemory], subgraph: Subgraph, *, key: str, stem: str, title: str,
                    keywords: Sequence[str], tags: Sequence[str], metadata: Mapping[str, Any]) -> None:
-    """An Export popover: JSON, GraphML, and a form that saves the shown subgraph to Graph Memory (`memory`
-    opens it, on a save only)."""
+    """An Export popover: JSON, GraphML, and a form that saves the shown subgraph to Graph Memory (`memory` gives the
+    store: in team mode seen through the user's gate, so the tenants offered are those they may write to)."""
     digest = result_key(*(n.id for n in subgraph.nodes), "\x1e", *(e.id for e in subgraph.edges))
     with st.popover("Export", icon=":material/ios_share:", key=f"{key}-pop"):
         st.markdown(f"**Download** the {len(subgraph.nodes)} entities and {len(subgraph.edges)} relations shown")
         render_downloads(subgraph, metadata, stem, key=key)
         st.markdown("**Save to Graph Memory**")
         last_tenant, last_ns = st.session_state.get("memory-last-scope", (DEFAULT, DEFAULT))
+        store = memory()
+        writable = None if free_tenants(store) else store.tenants("memory_write")
         with st.form(f"{key}-save-{digest}", border=False):  # a new subgraph gets fresh defaults
             name = st.text_input("Title", title, max_chars=200)
             c1, c2 = st.columns(2)
-            tenant = c1.text_input("Tenant", last_tenant, key=f"{key}-tenant")
+            if writable is None:
+                tenant = c1.text_input("Tenant", last_tenant, key=f"{key}-tenant")
+            else:  # team mode: only the tenants this user may write to (the store checks again on save)
+                tenant = str(c1.selectbox("Tenant", writable, key=f"{key}-tenant", placeholder="none granted",
+                                          index=writable.index(last_tenant) if last_tenant in writable else
+                                          (0 if writable else None))
+                             or "")
             ns = c2.text_input("Namespace", last_ns, key=f"{key}-ns")
             kw = st.text_input("Keywords", ", ".join(keywords), help="Comma-separated; what a search matches")
             tg = st.text_input("Tags", ", ".join(tags), help="Comma-separated; a search can require them")
             save = st.form_submit_button("Save to Graph Memory", type="primary", icon=":material/save:")
     if save:
-        result = save_to_memory(memory(), tenant.strip(), ns.strip(), subgraph, keywords=split_words(kw),
+        result = save_to_memory(store, tenant.strip(), ns.strip(), subgraph, keywords=split_words(kw),
                                 tags=split_words(tg), metadata={**metadata, "title": name.strip()})
         st.session_state[f"{key}-saved"] = (digest, result, tenant.strip(), ns.strip())
         if result.ok:

@@ -11,51 +11,75 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components import link_params
 from components.annotator import grading_target
-from components.facts import rank_of
+from components.facts import rank_of, steps_markdown
 from components.grader import GradeRow, GradeTarget, Tag, render_grader
 from components.graph_instrument import ExpandHooks
 from components.graph_roles import EXPLORE_ROLES, PATH_ROLES, draw_view
 from components.graph_view import GraphMarks
+from components.links import PATH_MODES
 from components.memory_view import DIRECTIONS, export_popover, saved_notice
 from components.sources import group_sources, quote
 from components.trace import render_warnings
-from retrieval.errors import NotFoundError, ValidationError
+from retrieval.errors import ValidationError
 from retrieval.evaluation.labels import LabelStore
 from retrieval.explore.export import merge_subgraphs, suggest_keywords
 from retrieval.explore.memory import GraphMemory
 from retrieval.graph.runtime import KG
-from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, resolve_entity
+from retrieval.graph.traverse import MAX_DEPTH, MAX_HOPS, MAX_K, name_choices, path_steps, readable
 from retrieval.items import path_item_id
 from retrieval.models import Chunk, GraphPath, PathResult, Subgraph, TraversalResult, VerbalizedFact
 from ui_records import EntityCatalog, LiveGraph
 from ui_text import clean, md_code, md_literal, result_key, short, slug
 
 EXTRA_IDS = "paths-extra-ids"
+PARAMS = (  # the page's bound widgets (components/link_params.py)
+    link_params.choice("mode", list(PATH_MODES.values()), "explore", "a Paths mode",
+                       f"Paths opens on {PATH_MODES['explore']}"),
+    link_params.Param("start", None), link_params.Param("a", None), link_params.Param("b", None),
+    link_params.Param("pq", ""),
+    link_params.number("k", 1, MAX_K, 5, integer=True, what="Paths (k) uses 5"),
+    link_params.number("hops", 1, MAX_HOPS, 4, integer=True, what="Max hops uses 4"),
+)
+P = {p.key: p for p in PARAMS}
 
 
 def _resolve_typed(kg: KG, key: str) -> None:
-    """A name typed into a picker (not one of its options) becomes the entity it names, exact then fuzzy."""
+    """A name typed into a picker (not one of its options) picks the entity of exactly that name; otherwise nothing
+    is picked and the closest names are offered (`name_choices`): the analyst chooses, nothing is swapped."""
     value = st.session_state.get(key)
+    st.session_state.pop(f"{key}-choices", None)
     if not isinstance(value, str) or value in kg.index.id_to_idx:
-        st.session_state.pop(f"{key}-note", None)
         return
     try:
-        entity = resolve_entity(kg.graph, value)
-    except (NotFoundError, ValidationError):
+        found, close = name_choices(kg.index, value)
+    except ValidationError:
+        found, close = None, []
+    if found is None:
         st.session_state[key] = None
-        st.session_state[f"{key}-note"] = f"No entity named “{value}”."
+        st.session_state[f"{key}-choices"] = (value, close)
         return
+    _take(key, found)
+
+
+def _take(key: str, entity_id: str) -> None:
+    """Pick `entity_id` in picker `key` (a picked name outside the best-connected options joins them)."""
     extra = st.session_state.setdefault(EXTRA_IDS, [])
-    if entity.id not in extra:
-        extra.append(entity.id)
-    st.session_state[key] = entity.id
-    st.session_state[f"{key}-note"] = f"“{value}” → {entity.name}"
+    if entity_id not in extra:
+        extra.append(entity_id)
+    st.session_state[key] = entity_id
+    st.session_state.pop(f"{key}-choices", None)
 
 
 def entity_picker(kg: KG, cat: EntityCatalog, label: str, key: str, help: str | None = None) -> str | None:
-    """A selectbox that filters entity names as you type; a name it does not list is looked up on Enter."""
-    wanted = cat.by_label.get(st.query_params.get(key) or "")
+    """A selectbox that filters entity names as you type; a name it does not list is looked up on Enter: the entity
+    of that name, else a choice among the closest names. A link naming no entity is said."""
+    raw = st.query_params.get(key)
+    wanted = cat.by_label.get(raw or "")
+    if raw and wanted is None:
+        link_params.render([link_params.note(key, f"{md_code(f'{key}={short(raw, 80)}')} in the link names no "
+                                                  f"entity of this graph: {label.lower()} is not set.", None)])
     extra = st.session_state.setdefault(EXTRA_IDS, [])
     if wanted and wanted not in extra:
         extra.append(wanted)  # a shared link may name an entity outside the best-connected options
@@ -66,9 +90,17 @@ def entity_picker(kg: KG, cat: EntityCatalog, label: str, key: str, help: str | 
         placeholder=f"Type to search {cat.count:,} entities…", accept_new_options=True,
         on_change=_resolve_typed, args=(kg, key),
     )
-    note = st.session_state.get(f"{key}-note")
-    if note:
-        st.caption(md_literal(note))
+    typed = st.session_state.get(f"{key}-choices")
+    if typed:
+        name, close = typed
+        with st.container(border=True, key=f"{key}-did-you-mean"):
+            st.markdown(f"No entity named “{md_literal(name)}”." + (" Did you mean:" if close else
+                                                                      " Type another name."))
+            with st.container(horizontal=True):
+                for i, eid in enumerate(close):
+                    name = cat.labels.get(eid, eid).rsplit(" (", 1)[0]
+                    st.button(md_literal(name), key=f"{key}-choice-{i}", on_click=_take, args=(key, eid),
+                              help=md_literal(cat.label(eid)))  # a label renders Markdown: data is escaped
     return value if isinstance(value, str) and value in kg.index.id_to_idx else None
 
 
@@ -314,6 +346,7 @@ def why_controls(kg: KG, cat: EntityCatalog) -> WhyParams | None:
     query = cols[0].text_input("Rank by question (optional)", key="pq", max_chars=500, bind="query-params",
                                placeholder="e.g. how does pricing affect demand?",
                                help="Among paths of equal length, prefer those whose relations read like this")
+    link_params.render([link_params.check(P["k"]), link_params.check(P["hops"])])
     k = cols[1].number_input("Paths (k)", 1, MAX_K, 5, key="k", bind="query-params")
     hops = cols[2].number_input("Max hops", 1, MAX_HOPS, 4, key="hops", bind="query-params")
     rels = cols[3].multiselect("Relation types", cat.relation_types, key="w-rels", placeholder="All relation types",
@@ -344,7 +377,8 @@ def path_rows(result: PathResult) -> list[GradeRow]:
         if p.query_similarity is not None:
             scores.append(("query sim.", f"{p.query_similarity:.3f}"))
         rows.append(GradeRow(
-            key=f"{i}|{path_id(p)}", query=query, item_id=path_id(p), text=p.text, rank=str(i),
+            key=f"{i}|{path_id(p)}", query=query, item_id=path_id(p), text=readable(path_steps(p.nodes, p.edges)),
+            rank=str(i),
             tags=(Tag(f"{p.hops} hop{'s' if p.hops != 1 else ''}"),),
             meta=f"{len(p.chunk_ids)} source chunk{'s' if len(p.chunk_ids) != 1 else ''}", scores=tuple(scores),
         ))
@@ -357,26 +391,12 @@ def render_paths_table(result: PathResult, key: str, target: GradeTarget) -> int
     return rank_of(render_grader(path_rows(result), key=key, target=target, selectable=True), len(result.paths))
 
 
-def path_steps(path: GraphPath) -> str:
-    """One Markdown bullet per hop: the relation in its own direction, then its description."""
-    lines = []
-    for prev, node, edge in zip(path.nodes, path.nodes[1:], path.edges, strict=False):
-        forward = edge.source_id == prev.id
-        head, tail = (prev, node) if forward else (node, prev)
-        line = f"- **{md_literal(short(head.name, 80))}** —{md_code(short(edge.relation_type, 40))}→ " \
-               f"**{md_literal(short(tail.name, 80))}**"
-        if edge.description:
-            line += f"  \n  {md_literal(short(edge.description, 400))}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk]) -> None:
     with st.container(border=True, key="picked-path"):
         sim = "" if path.query_similarity is None else f" · query {path.query_similarity:.3f}"
         st.markdown(f"**Path #{index + 1}** · {path.hops} hop{'s' if path.hops != 1 else ''} · "
                     f"score {path.score:.3f} · PPR {path.ppr_mass:.4f}{sim} — highlighted in the graph")
-        st.markdown(path_steps(path))
+        st.markdown(steps_markdown(path_steps(path.nodes, path.edges)))
         if not path.chunk_ids:
             st.caption("No source chunk is recorded for these relations.")
         for n, cid in enumerate(path.chunk_ids):
@@ -388,7 +408,8 @@ def render_path_detail(index: int, path: GraphPath, chunks: Mapping[str, Chunk])
 
 def as_facts(result: PathResult) -> list[VerbalizedFact]:
     """Paths as VerbalizedFacts, so that the Search page's source grouping applies unchanged."""
-    return [VerbalizedFact(id=path_id(p), type="local", text=p.text, sources=p.sources, chunk_ids=p.chunk_ids)
+    return [VerbalizedFact(id=path_id(p), type="local", text=p.text, steps=path_steps(p.nodes, p.edges),
+                           sources=p.sources, chunk_ids=p.chunk_ids)
             for p in result.paths]
 
 
@@ -504,7 +525,7 @@ def render_why(memory: Callable[[], GraphMemory], labels: Callable[[], LabelStor
     with right:
         paths_tab, sources_tab = st.tabs(["Ranked paths", "Sources"])
         with paths_tab:
-            picked = render_paths_table(result, key="why-" + result_key(kg.version, result.source.id,
+            picked = render_paths_table(result, key="why-" + result_key(kg.revision, result.source.id,
                                                                       result.target.id, result.query,
                                                                       str(result.k), str(result.max_hops)),
                                         target=grading_target(labels, kg.version))

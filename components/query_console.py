@@ -15,9 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from components.graph_view import GraphMarks, render_graph
+from retrieval.access import Permit
 from retrieval.answer.fewshot import FewShotManager
 from retrieval.config import Settings
-from retrieval.errors import RetrievalError, ValidationError
+from retrieval.errors import AccessDenied, RetrievalError, ValidationError
 from retrieval.explore import console
 from retrieval.graph.catalog import GraphHandle
 from retrieval.graph.runtime import KG
@@ -131,17 +132,22 @@ def render_result(result: QueryResult, live: LiveGraph) -> None:
         st.caption("No nodes or relationships in these columns: return `a, r, b` or a path `p` to see them drawn.")
 
 
-def run(cfg: Settings, handle: GraphHandle, query: str, params_text: str) -> None:
-    """Run the editor's query; the outcome (result or message) goes into the session's history."""
+def run(cfg: Settings, handle: GraphHandle, query: str, params_text: str, permit: Permit | None = None) -> None:
+    """Run the editor's query; the outcome (result or message) goes into the session's history. `permit` (team
+    mode) is checked first, and the query is logged with its outcome."""
     entry: dict[str, Any] = {"query": query, "params": params_text, "at": time.strftime("%H:%M:%S")}
     try:
+        if permit is not None:
+            permit.check(query)
         params = console.parse_params(params_text)
         result = console.run_query(cfg, handle, query, params)
         entry.update(status=result.showing, result=result)
     except ConsoleError as exc:
         entry.update(status=exc.kind, error=str(exc))
     except RetrievalError as exc:
-        entry.update(status="error", error=str(exc))
+        entry.update(status="refused" if isinstance(exc, AccessDenied) else "error", error=str(exc))
+    if permit is not None and permit.allowed:
+        permit.record(f"{entry['status']}: {query}" + (f" · params {params_text}" if params_text.strip() else ""))
     history = st.session_state.setdefault(HISTORY, [])
     history.insert(0, entry)
     del history[HISTORY_SIZE:]
@@ -166,17 +172,21 @@ def render_history() -> None:
                          help="Run this query again")
 
 
-def render_console(cfg: Settings, live: LiveGraph, handle: GraphHandle) -> None:
-    """Question to Cypher, examples, the editor, the last outcome (its graph drawn live) and the history."""
+def render_console(cfg: Settings, live: LiveGraph, handle: GraphHandle, permit: Permit | None = None) -> None:
+    """Question to Cypher, examples, the editor, the last outcome (its graph drawn live) and the history; `permit`
+    checks and logs each query (team mode)."""
     render_natural_language(cfg, live.kg, handle)
     render_examples(cfg, live.kg)
+    # placeholders that read as hints, not as a query or values already filled in
     query = st.text_area("Cypher (one read statement)", key=QUERY, height=130,
-                         placeholder="MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b LIMIT 25")
+                         placeholder="Type a read statement, e.g. MATCH (a:Entity)-[r]->(b:Entity) RETURN a, r, b "
+                                     "LIMIT 25 — or start from an example above")
     params = st.text_area("Parameters (a JSON object; sent as query parameters, never pasted into the text)",
-                          key=PARAMS, height=68, placeholder='{"name": "price elasticity"}')
+                          key=PARAMS, height=68,
+                          placeholder="Optional: a JSON object for the query's $names, e.g. {\"name\": \"…\"}")
     clicked = st.button("Run", type="primary", icon=":material/play_arrow:")  # an empty query gets its message
     if clicked or st.session_state.pop(RUN_NOW, False):
-        run(cfg, handle, query, params)
+        run(cfg, handle, query, params, permit)
     last = (st.session_state.get(HISTORY) or [None])[0]
     if last is not None and "error" in last:
         st.error(md_literal(last["error"]), icon=ICONS.get(last["status"], ":material/error:"))

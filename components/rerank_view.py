@@ -13,10 +13,12 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from components import link_params
 from components.annotator import current_annotator
-from components.facts import where_of
+from components.facts import fact_line, fact_text, where_of
 from components.grader import GradeRow, GradeTarget, Tag, apply_pending, render_grader
 from components.search_form import render_examples
+from retrieval.access import Permit
 from retrieval.errors import RetrievalError
 from retrieval.evaluation.consensus import current_labels
 from retrieval.evaluation.evaluate import EvalReport
@@ -30,6 +32,16 @@ POOL_HELP = {
     "chunks": "Document chunks from hybrid BM25 + vector search, with both parts kept",
     "entities": "Entities by vector similarity, with PPR seeded on the hits",
 }
+PARAMS = (  # the page's bound widgets (components/link_params.py)
+    link_params.Param("q", ""),
+    link_params.choice("pool", list(POOL_KINDS), "facts", "a candidate pool", "the facts pool is inspected"),
+    link_params.number("n", 5, 50, 30, integer=True, what="the pool holds 30 candidates"),
+    link_params.number("alpha", 0.0, 1.0, 0.7, what="graph α uses 0.7"),
+    link_params.number("lambda", 0.0, 1.0, 0.7, what="MMR λ uses 0.7"),
+    link_params.number("tw", 0.0, 1.0, 0.3, what="text_weight uses 0.3"),
+    link_params.number("k", 1, 50, 10, integer=True, what="the cutoff k uses 10"),
+)
+P = {p.key: p for p in PARAMS}
 RERANKER_LABELS = {"none": "none", "graph": "graph α/β", "mmr": "MMR λ", "cross_encoder": "cross-enc.", "llm": "LLM"}
 # Scores shown in the grid, in reading order, with their column titles.
 SCORE_COLUMNS = {
@@ -79,6 +91,7 @@ def take_carried_query() -> None:
 
 def inspector_form(questions: Sequence[str]) -> InspectRequest:
     """Query, pool kind and pool size; each is a URL parameter, so Search can link here with `?q=`."""
+    link_params.render([link_params.check(P[key]) for key in ("pool", "n")])
     cols = st.columns([6, 2.2, 1.1], vertical_alignment="bottom")
     query = cols[0].text_input(
         "Query", key="q", bind="query-params", placeholder="A question to inspect; press Enter",
@@ -100,6 +113,7 @@ def inspector_form(questions: Sequence[str]) -> InspectRequest:
 
 def what_if(kind: PoolKind) -> WhatIf:
     """Sliders that re-rank the already retrieved pool (α + β = 1, so β follows α)."""
+    link_params.render([link_params.check(P[key]) for key in ("alpha", "lambda", "tw", "k")])
     cols = st.columns([1.3, 1, 1, 0.7], gap="medium")
     alpha = cols[0].slider(
         "Graph α (similarity weight)", 0.0, 1.0, 0.7, 0.05, key="alpha", bind="query-params",
@@ -126,8 +140,11 @@ def trace_line(retrievals: int, reranks: int, pool: Pool, inspection: Inspection
 
 
 def render_notes(notes: Sequence[str], inspection: Inspection, pool: Pool) -> None:
-    """Every degradation, visibly: left-out rerankers, reranker warnings, retrieval warnings."""
-    lines = [*notes, *pool.warnings]
+    """What this configuration leaves out (rerankers it cannot run) said once, in one box; warnings only for what
+    changed this pool or an order (a retrieval or a reranker that degraded)."""
+    if notes:
+        st.info("  \n".join(md_literal(n) for n in notes), icon=":material/info:")
+    lines = [*pool.warnings]
     lines += [f"{RERANKER_LABELS.get(n, n)}: {w}" for n, ws in inspection.warnings.items() for w in ws]
     for line in lines:
         st.warning(md_literal(line), icon=":material/warning:")
@@ -141,7 +158,7 @@ def bump_frame(inspection: Inspection, labels: Mapping[str, Label], k: int) -> p
     """One row per (candidate, reranker) for the candidates in any reranker's top k."""
     ranks = inspection.ranks()
     pool_rank = {c.id: i for i, c in enumerate(inspection.candidates, start=1)}
-    texts = {c.id: clean(c.text) for c in inspection.candidates}
+    texts = {c.id: clean(fact_line(c)) for c in inspection.candidates}
     shown = [c.id for c in inspection.candidates if any(r.get(c.id, 10**9) <= k for r in ranks.values())]
     rows = [
         {"reranker": RERANKER_LABELS.get(name, name), "rank": by_id[cid], "candidate": f"#{pool_rank[cid]}",
@@ -200,7 +217,7 @@ def inspector_frame(inspection: Inspection, labels: Mapping[str, Label], *, none
     for i, c in enumerate(inspection.candidates, start=1):
         label = labels.get(c.id)
         row: dict[str, Any] = {
-            "#": i, "candidate": clean(c.text), "grade": label.grade if label else None,
+            "#": i, "candidate": clean(fact_line(c)), "grade": label.grade if label else None,
             "note": label.note if label else "",
         }
         for name, by_id in ranks.items():
@@ -350,7 +367,7 @@ def candidate_rows(inspection: Inspection, none_rank: bool = False) -> list[Grad
             chips.append((RERANKER_LABELS.get(name, name), f"#{r}" + (f" {'▲' if move > 0 else '▼'}{abs(move)}"
                                                                        if move else "")))
         chips += [(SCORE_COLUMNS[k], f"{c.scores[k]:.3f}") for k in SCORE_COLUMNS if k in c.scores]
-        rows.append(GradeRow(key=c.id, query=inspection.query, item_id=c.id, text=c.text, rank=f"#{i}",
+        rows.append(GradeRow(key=c.id, query=inspection.query, item_id=c.id, text=fact_text(c), rank=f"#{i}",
                              tags=(Tag(c.type),), meta=where_of(c), scores=tuple(chips)))
     return rows
 
@@ -544,8 +561,10 @@ def qrels_files(labels: Sequence[Label]) -> tuple[str, str]:
     return qrels.getvalue(), queries.getvalue()
 
 
-def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Mapping[str, Sequence[str]]]) -> None:
-    """Download qrels + queries.tsv and the runs; import qrels (validated whole before anything is written)."""
+def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Mapping[str, Sequence[str]]],
+                    permit: Permit | None = None) -> None:
+    """Download qrels + queries.tsv and the runs; import qrels (validated whole before anything is written; `permit`,
+    team mode's curators, checked on the server first)."""
     labels = store.all_labels(graph_version)
     qrels, queries = qrels_files(labels)
     st.caption(f"{len(labels)} labels on graph version {md_code(graph_version)} · TREC files for trec_eval, "
@@ -557,12 +576,17 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
                         icon=":material/download:", disabled=not labels, help="query_id<TAB>query text")
     row.download_button("runs.zip", runs_zip(runs), file_name="runs.zip", mime="application/zip",
                         icon=":material/download:", disabled=not runs, help="One TREC run file per reranker")
+    if permit is not None and not permit.allowed:
+        row.caption(md_literal(permit.refusal))
+        return
     with row.popover("Import qrels", icon=":material/upload:"):
         qfile = st.file_uploader("qrels (query_id 0 item_id grade)", type=["txt", "qrels"], key="imp-qrels")
         tfile = st.file_uploader("queries.tsv (query_id<TAB>text)", type=["tsv", "txt"], key="imp-queries")
         if st.button("Import", disabled=qfile is None or tfile is None, key="imp-go", icon=":material/upload:"):
             assert qfile is not None and tfile is not None
             try:
+                if permit is not None:
+                    permit.check(f"qrels {qfile.name}")
                 texts = parse_queries(tfile.getvalue().decode("utf-8-sig"), tfile.name)
                 rows = parse_qrels(qfile.getvalue().decode("utf-8-sig"), qfile.name, texts)
                 annotator = current_annotator() or "import"
@@ -571,5 +595,7 @@ def render_exchange(store: LabelStore, graph_version: str, runs: Mapping[str, Ma
             except (RetrievalError, UnicodeDecodeError) as exc:
                 st.error(md_literal(exc), icon=":material/error:")
             else:
+                if permit is not None:
+                    permit.record(f"qrels {qfile.name}: {n} labels")
                 st.session_state["rerank-toast"] = f"Imported {n} labels"
                 st.rerun()  # every table above reads the store again

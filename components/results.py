@@ -36,6 +36,7 @@ from retrieval.explore.export import suggest_keywords, to_graphml
 from retrieval.explore.memory import GraphMemory
 from retrieval.graph.index import SCHEMA_EDGES
 from retrieval.models import SearchResult, Subgraph, VerbalizedFact
+from ui_palette import type_palette
 from ui_records import LiveGraph
 from ui_text import clean, md_code, md_literal, slug
 
@@ -100,7 +101,8 @@ def render_overview(entity_types: list[tuple[str, int]], relation_types: list[tu
     types) beside the entity and relation types with their counts."""
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        render_graph(schema, max_nodes=60, height=430, key="kg-schema", stem="schema",
+        render_graph(schema, max_nodes=60, height=430, key="kg-schema", stem="schema", quiet_labels=True,
+                     palette=type_palette(entity_types),
                      cut_note=f"the others are in none of the {SCHEMA_EDGES} most frequent type → relation → type "
                               "triples: edge cap")
     for rows, what in ((entity_types, "entity type"), (relation_types, "relation type")):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -10,7 +10,7 @@ import streamlit as st
 from components.annotator import annotator_box
 from retrieval.config import Settings
 from retrieval.graph.catalog import GraphHandle
-from ui_records import Capability
+from ui_records import Capability, Signed
 from ui_text import md_code, md_literal
 
 BACKEND_NAMES = {"kuzu": "Kuzu (embedded)", "falkordb": "FalkorDB", "milvus": "Milvus"}
@@ -18,11 +18,7 @@ _COLORS = {"live": "green", "loading": "blue", "off": "gray"}
 _ICONS = {"live": ":material/check_circle:", "loading": ":material/hourglass_top:", "off": ":material/block:"}
 
 
-def manifest_counts(manifest: dict[str, Any]) -> dict[str, int]:
-    """Counts recorded by ingest in the manifest (`stats`/`counts` section or top level)."""
-    section = manifest.get("stats") or manifest.get("counts") or manifest
-    keys = ("entities", "relations", "chunks", "books", "chapters")
-    return {k: int(section[k]) for k in keys if isinstance(section.get(k), int | float)}
+PICKER = "graph-picker"
 
 
 def backend_lines(cfg: Settings, manifest: dict[str, Any] | None = None) -> list[str]:
@@ -54,23 +50,40 @@ def render_capabilities(read: Callable[[], Sequence[Capability]]) -> None:
     badges()
 
 
+def render_graph_picker(graphs: Mapping[str, Mapping[str, int]], current: str | None,
+                        on_pick: Callable[[str], None]) -> None:
+    """Every graph of the data directory with its counts, the one in use checked: one click switches this session
+    to another (the page's URL then names it); the Data page's "Make active" sets the default for new sessions."""
+    names = list(graphs)
+    if current in names and st.session_state.get(PICKER) != current:
+        st.session_state[PICKER] = current  # the graph in use changed by a link: the picker follows it
+    st.radio("Graph", names, key=PICKER, label_visibility="collapsed",
+             captions=[" · ".join(f"{graphs[n][k]:,} {k}" for k in ("entities", "relations") if k in graphs[n])
+                       for n in names],
+             on_change=lambda: on_pick(str(st.session_state[PICKER])))
+
+
 def render_sidebar(
-    cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any
+    cfg: Settings, handle: GraphHandle | None, capabilities: Callable[[], Sequence[Capability]], data_page: Any,
+    graphs: Mapping[str, Mapping[str, int]], on_pick: Callable[[str], None],
+    who: Signed | None = None, sign_out: Callable[[], None] | None = None,
 ) -> None:
-    """Graph identity first (what am I looking at), then the stack, then the optional capabilities."""
+    """Graph identity first (what am I looking at, and the others to switch to), then the stack, then the optional
+    capabilities, then who grades (team mode: `who`, the signed-in user)."""
     with st.sidebar:
         st.markdown("#### Graph")
         if handle is None:
             st.warning("No graph in the data directory yet.", icon=":material/info:")
             st.page_link(data_page, label="Data → Build demo graph", icon=":material/construction:")
         else:
-            st.markdown(f"**{md_literal(handle.name)}** · version {md_code(handle.version)}")
-            counts = manifest_counts(handle.manifest)
-            if counts:
-                st.caption(" · ".join(f"{v:,} {k}" for k, v in counts.items()))
+            render_graph_picker(graphs, handle.name, on_pick)
+            counts = handle.counts
+            detail = " · ".join(f"{counts[k]:,} {k}" for k in ("chunks", "books", "chapters") if k in counts)
+            st.caption(f"**{md_literal(handle.name)}** · version {md_code(handle.version)}" +
+                       (f"  \n{detail}" if detail else ""))
         st.markdown("#### Back ends")
         st.caption("  \n".join(md_literal(x) for x in backend_lines(cfg, handle.manifest if handle else None)))
         st.markdown("#### Capabilities")
         render_capabilities(capabilities)
         st.caption(f"data dir {md_code(cfg.data_dir)}")
-    annotator_box()
+    annotator_box(who, sign_out)

@@ -10,7 +10,7 @@ import streamlit as st
 from components.grader import GradeRow, GradeTarget, Tag, render_grader
 from retrieval.items import chunk_item_id
 from retrieval.models import Chunk, VerbalizedFact
-from ui_text import md_literal, short
+from ui_text import md_literal, reading, short
 
 
 @dataclass
@@ -28,8 +28,9 @@ class BookGroup:
 
 
 def quote(text: str) -> str:
-    """A Markdown block quote that renders `text` literally, line breaks kept."""
-    return "> " + md_literal(text).replace("\n", "  \n> ")
+    """A Markdown block quote that renders chunk `text` literally, as a reader expects it (`reading`: hard line
+    wraps joined, paragraph breaks kept)."""
+    return "> " + md_literal(reading(text)).replace("\n", "  \n> ")
 
 
 def group_sources(facts: Sequence[VerbalizedFact], chunks: dict[str, Chunk]) -> list[BookGroup]:
@@ -62,7 +63,8 @@ def source_rows(groups: Sequence[BookGroup], query: str, picked: int | None = No
                 mine = picked is not None and picked in cite.facts
                 if mine and start < 0:
                     start = len(rows)
-                text = cite.chunk.text if cite.chunk else "(chunk text not found in the DocumentChunks collection)"
+                text = reading(cite.chunk.text) if cite.chunk else \
+                    "(chunk text not found in the DocumentChunks collection)"
                 rows.append(GradeRow(
                     key=cite.chunk_id, query=query, item_id=chunk_item_id(cite.chunk_id), text=text,
                     head=f"{g.book}{by} › {chapter}" if n == 0 else "",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from retrieval.graph.traverse import chain, path_steps
 from retrieval.models import Entity, EvidenceStrength, SearchResult, SemanticPath, StageTiming
 from ui_text import esc, md_code, md_literal, short
 
@@ -52,13 +53,9 @@ _BAR_CSS = (
 
 
 def path_text(path: SemanticPath) -> str:
-    """`A —type→ B —type→ C` as literal Markdown."""
+    """`A —REL→ B ←REL2— C` as literal Markdown: each arrow the way its relation runs, as the facts show it."""
     nodes = [path.source_node, *path.intermediate_nodes, path.destination_node]
-    parts = [f"**{md_literal(short(nodes[0].name, 60))}**"]
-    for i, node in enumerate(nodes[1:]):
-        rel = md_literal(short(path.edges[i].relation_type, 40)) if i < len(path.edges) else "…"
-        parts.append(f" —{rel}→ **{md_literal(short(node.name, 60))}**")
-    return "".join(parts)
+    return md_literal(chain(path_steps(nodes, path.edges)))
 
 
 def _entity_list(ids: Sequence[str], by_id: dict[str, Entity]) -> str:

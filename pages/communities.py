@@ -13,7 +13,6 @@ from ui_text import md_literal
 cfg = app_state.settings()
 st.markdown("### Communities")
 handle, kg = app_state.page_graph(cfg, "explore")
-st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
 try:
     index = kg.communities
     focus = cv.render_entity(kg, index)
@@ -23,7 +22,11 @@ try:
     source = "GraphRAG's, with their reports" if index.communities[0].source == "graphrag" else \
         "computed at ingest (Leiden), described from their own counts"
     st.caption(f"{len(index.communities)} communities, {source}. Pick one to read it beside its subgraph.")
-    picked = cv.community_list(index, cv.level_picker(index))
+    level = cv.level_picker(index)
+    picked = cv.community_list(index, level)
+    if picked is None:  # the page's room is not left empty: the top-ranked community opens until one is picked
+        picked = index.ranked(level)[0] if index.ranked(level) else None
+        st.caption("The top-ranked community is open below; pick a row to read another.")
     if picked is not None:
         cv.render_community(app_state.live_graph(kg), index, picked, focus)
     cv.render_unattached(index)

@@ -7,9 +7,9 @@ from functools import partial
 import streamlit as st
 
 import app_state
+from components import link_params
 from components import paths_view as pv
 from components.links import PATH_MODES as MODES
-from components.search_form import url_choice_notice
 from retrieval.errors import RetrievalError
 from ui_text import md_literal
 
@@ -21,10 +21,7 @@ if handle is None:
     st.page_link("pages/data.py", label="Open Data", icon=":material/database:")
     st.stop()
 
-st.query_params["graph"] = handle.name  # a copied link names the graph it was made on
-notice = url_choice_notice("mode", list(MODES.values()), "a Paths mode", f"Paths opens on {MODES['explore']}")
-if notice:
-    st.warning(notice, icon=":material/link_off:")
+link_params.render([link_params.check(pv.P["mode"])])
 mode = st.segmented_control("Mode", list(MODES), format_func=MODES.get, default="explore", required=True,
                             key="mode", bind="query-params", label_visibility="collapsed")
 try:
@@ -39,7 +36,7 @@ try:
             st.stop()
         with st.spinner("Finding paths…"):
             result = app_state.ranked_paths(kg, why.a, why.b, why.k, why.hops, why.query, why.relation_types)
-            chunks = app_state.chunks(kg, kg.version, pv.path_chunk_ids(result))
+            chunks = app_state.chunks(kg, kg.revision, pv.path_chunk_ids(result))
         pv.render_why(memory, partial(app_state.label_store, cfg), live, result, chunks)
         st.page_link("pages/map.py", label="Show on map", icon=":material/map:", query_params={
             "graph": handle.name, "a": cat.label(why.a), "b": cat.label(why.b), "k": str(why.k),

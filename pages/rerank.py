@@ -25,7 +25,6 @@ view.take_carried_query()
 req = view.inspector_form(app_state.demo_questions() if handle.name == "demo" else [])
 if not req.query:
     st.stop()
-st.query_params["graph"] = handle.name
 knobs = view.what_if(req.kind)
 try:
     kg = app_state.open_kg(cfg, handle)
@@ -43,12 +42,15 @@ reranks = st.session_state["reranks"] = st.session_state.get("reranks", 0) + 1
 st.caption(view.trace_line(app_state.retrievals(kg, req.query, req.kind, req.size), reranks, pool, inspection))
 view.render_notes(chosen.notes, inspection, pool)
 
-grader = grading_target(partial(app_state.label_store, cfg), kg.version, required=True)
-key = result_key(kg.version, req.kind, pool.query)
+follow = partial(app_state.follow, kg)  # grades follow the graph: a merged entity's grade counts for the one kept
+grader = grading_target(partial(app_state.label_store, cfg), kg.version, required=True, follow=follow)
+key = result_key(kg.revision, req.kind, pool.query)
 view.apply_grades(inspection, grader, key)  # before this run's metrics read the labels
-all_labels = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
-mine = shown_labels(view.labels_of_kind(grader.store.get_labels(pool.query, kg.version), req.kind),
+graded = view.labels_of_kind(grader.store.all_labels(kg.version), req.kind)
+all_labels = follow(graded)
+mine = shown_labels(follow(view.labels_of_kind(grader.store.get_labels(pool.query, kg.version), req.kind)),
                     grader.annotator or "")
+st.caption(md_literal(app_state.gone_grades(kg, graded)))
 chart, metrics = st.columns([3, 2], gap="large")
 with chart.container(height=view.PANEL_HEIGHT, border=False):
     view.render_bump(inspection, mine, knobs.k)
@@ -61,4 +63,4 @@ st.markdown(f"#### All labelled queries · {req.kind} pool")
 report, runs = app_state.evaluate_labelled(kg, inspection, all_labels, chosen.rerankers, req.kind, req.size,
                                            knobs.text_weight, knobs.k, view.compare_choice(list(chosen.rerankers)))
 view.render_all_queries(report, knobs.k)
-view.render_exchange(grader.store, kg.version, runs)
+view.render_exchange(grader.store, kg.version, runs, app_state.gate(cfg).permit("label_sets", graph=handle.name))

@@ -8,8 +8,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 import app_state
+from components import link_params
 from components.answer_view import render_answer_tab
 from components.compare_view import render_compare
+from components.graph_data import warm_layout
 from components.nomatch_view import render_no_match
 from components.results import render_elsewhere, render_overview, render_result
 from components.search_form import render_examples, search_form
@@ -20,11 +22,11 @@ from ui_text import md_literal, result_key
 
 cfg = app_state.settings()
 st.markdown("### Search the knowledge graph")
-handle, kg = app_state.page_graph(cfg, "search")
+handle = app_state.page_handle(cfg, "search")
 
-request = search_form()
-for notice in request.notices:
-    st.warning(notice, icon=":material/link_off:")
+request = search_form()  # drawn before the graph opens: a first view shows the form, not grey skeletons
+link_params.render(request.notices)
+kg = app_state.page_kg(cfg, handle, warm=warm_layout)
 if not request.query:
     st.caption(
         f"Graph **{md_literal(handle.name)}**. Type a question and press Enter: seeds are matched from the query, "
@@ -41,8 +43,8 @@ if not request.query:
         render_elsewhere(schema, question=question, data_dir=cfg.data_dir, graph=handle.name)
     st.stop()
 
-st.query_params["graph"] = graph = handle.name  # a copied link names the graph it was run on
-version = handle.version
+graph = handle.name
+version = kg.revision  # results are cached per revision: a curation edit shows at once
 
 
 def run(mode: str) -> SearchResult:
@@ -63,8 +65,8 @@ if len(results) == 2:
 else:
     result = results[0]
     text = to_text(result) if result.mode != "kg" else app_state.agent_markdown(
-        result, handle.name, handle.version, request.query, request.params_json)
-    key = result_key(handle.version, request.mode, request.query, request.params_json, str(request.limit),
+        result, handle.name, version, request.query, request.params_json)
+    key = result_key(version, request.mode, request.query, request.params_json, str(request.limit),
                      str(request.text_weight))
     if result.no_match:
         render_no_match(result, key=key, labels=labels)

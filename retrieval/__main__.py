@@ -10,7 +10,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 # Modules exposing `register(app)`; each adds its commands.
 COMMAND_MODULES = (
-    "retrieval.cli.data",  # ingest, demo, stats, graphs
+    "retrieval.cli.data",  # ingest, demo, stats, graphs, use, delete
     "retrieval.cli.scale",  # synth (bench --scale later)
     "retrieval.cli.labels",  # labels queries/pool/progress/import/agreement/adjudicate/export, eval-labels
     "retrieval.cli.paths",  # paths A B
@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "retrieval.cli.search",  # search, eval, bench
     "retrieval.cli.answer",  # answer, cypher, calibrate-nomatch
     "retrieval.cli.communities",  # communities [--level N] [--entity ID]
+    "retrieval.cli.curation",  # edit ..., duplicates, not-duplicates, history, changes ..., add/remove documents
+    "retrieval.cli.audit",  # audit [--since] [--json]
 )
 
 

@@ -14,16 +14,19 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 DEMO_QUESTIONS = DEMO_DIR / "questions.json"
 
 
-def _int(env: Mapping[str, str], key: str, default: int) -> int:
+def _int(env: Mapping[str, str], key: str, default: int, *, positive: bool = False) -> int:
     raw = env.get(key, "")
     if not raw:
         return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        from retrieval.errors import ConfigError
+    from retrieval.errors import ConfigError
 
-        raise ConfigError(f"{key} must be an integer, got {raw!r}") from exc
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{key} must be an integer, got {raw[:40]!r}") from exc
+    if positive and value < 1:
+        raise ConfigError(f"{key} must be a positive integer, got {value}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,14 @@ class Settings:
     chunk_overlap: int = 40  # documents format: tokens shared by consecutive chunks of a chapter
     extract_workers: int = 4  # documents format: Gemini extraction calls at a time
     offline_noun_phrases: bool = False  # documents format, offline extractor: noun phrases named by 2+ chunks too
+    access_file: str = ""  # team mode: the TOML file granting roles per graph and tenant (empty: local mode)
+    import_root: Path | None = None  # the web app reads server folders only under it; None: no server folders
+    # Limits that keep one user from starving the rest (README, Settings); each error names its variable.
+    max_upload_mb: int = 500  # an uploaded .zip (Streamlit's server.maxUploadSize must allow it too)
+    max_unpacked_mb: int = 8_192  # what an uploaded .zip unpacks to
+    max_import_items: int = 1_000_000  # entities + relations of a graph imported through the app
+    max_query_set: int = 10_000  # queries in one query-set import
+    max_name_chars: int = 65_535  # a name, type, relation type or attribute name, refused while it is parsed
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -68,6 +79,13 @@ class Settings:
             "chunk_overlap": _int(env, "KG_CHUNK_OVERLAP", 40),
             "extract_workers": _int(env, "KG_EXTRACT_WORKERS", 4),
             "offline_noun_phrases": env.get("KG_OFFLINE_NOUN_PHRASES", "").lower() in ("1", "true", "yes", "on"),
+            "access_file": env.get("KG_ACCESS_FILE", ""),
+            "import_root": Path(env["KG_IMPORT_ROOT"]) if env.get("KG_IMPORT_ROOT") else None,
+            "max_upload_mb": _int(env, "KG_MAX_UPLOAD_MB", 500, positive=True),
+            "max_unpacked_mb": _int(env, "KG_MAX_UNPACKED_MB", 8_192, positive=True),
+            "max_import_items": _int(env, "KG_MAX_IMPORT_ITEMS", 1_000_000, positive=True),
+            "max_query_set": _int(env, "KG_MAX_QUERY_SET", 10_000, positive=True),
+            "max_name_chars": _int(env, "KG_MAX_NAME_CHARS", 65_535, positive=True),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["data_dir"] = Path(values["data_dir"])

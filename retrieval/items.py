@@ -13,6 +13,7 @@ same relation as a global fact are two items (`path:` vs `rel:`), since they are
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 CHUNK_PREFIX = "chunk:"
@@ -41,3 +42,16 @@ def path_item_id(node_ids: Iterable[str], edge_ids: Iterable[str]) -> str:
     """The id of a path walked through `node_ids` over `edge_ids` (a KG local fact or a Paths-page path)."""
     return digest_id("path", [*node_ids, *edge_ids])
 
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def opens_as_formula(text: str) -> bool:
+    """Whether a spreadsheet would read `text` in a cell as a formula (CSV injection, OWASP): it starts with
+    `=`, `@`, a tab or a carriage return, or with `+` or `-` and is not a plain number."""
+    if not text:
+        return False
+    if text[0] in "=@\t\r":
+        return True
+    return text[0] in "+-" and not _NUMBER.fullmatch(text)

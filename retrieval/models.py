@@ -133,6 +133,26 @@ class GraphData(Record):
     claims: tuple[Claim, ...] = ()
 
 
+class GraphChanges(Record):
+    """Records to put (insert, or replace by id) and ids to delete: one unit of change to a graph's stores.
+
+    A store applies it atomically where it can (one transaction), deletes first; a relation put may move to new
+    endpoints, which must be stored or among `entities`.
+    """
+
+    entities: tuple[Entity, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    chunks: tuple[Chunk, ...] = ()
+    delete_entities: tuple[str, ...] = ()
+    delete_relations: tuple[str, ...] = ()
+    delete_chunks: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.entities or self.relations or self.chunks or self.delete_entities
+                    or self.delete_relations or self.delete_chunks)
+
+
 class Subgraph(Record):
     """Nodes and edges of a retrieved or traversed region. `total_nodes` counts before any cap."""
 
@@ -198,12 +218,25 @@ class GlobalRelation(Record):
     score: float
 
 
+class FactStep(Record):
+    """One relation of a fact, in the order the fact reads it: `left`, the relation, `right`; `forward` says the
+    relation runs left → right (else right → left: an incoming edge of a path)."""
+
+    left: str
+    relation: str
+    right: str
+    forward: bool = True
+    description: str = ""
+
+
 class VerbalizedFact(Record):
-    """A fact as text with every score and its sources; also the reranking candidate."""
+    """A fact as text with every score and its sources; also the reranking candidate. `text` is the seed's
+    verbalized form (what the agent Markdown carries); `steps` are its relations, for the screen's one layout."""
 
     id: str
     type: Literal["local", "global", "document", "entity"]
     text: str
+    steps: tuple[FactStep, ...] = ()
     scores: dict[str, float] = Field(default_factory=dict)
     sources: tuple[SourceMetadata, ...] = ()
     chunk_ids: tuple[str, ...] = ()
@@ -356,7 +389,7 @@ class MemoryResult(Record):
 
     ok: bool
     error: str | None = None
-    error_kind: Literal["invalid", "not_found", "corrupt", "io"] | None = None
+    error_kind: Literal["invalid", "not_found", "corrupt", "io", "forbidden"] | None = None
     graph_id: str | None = None
     graph: StoredGraph | None = None
     graphs: tuple[MemoryGraphSummary, ...] = ()

@@ -62,6 +62,6 @@ class Registry:
         return obj
 
     def check(self) -> None:
-        """Load and check every entry (a test and `python -m retrieval` start-up call this)."""
+        """Load and check every entry (tests/unit/test_registry.py checks every registry)."""
         for name in self.entries:
             self.load(name)

@@ -94,10 +94,15 @@ def _zombie(pid: int) -> bool:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
+    """The log's first panic or fatal lines (a Go crash buries them under its goroutine dump), then its tail."""
     try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
+    causes = [line for line in text if line.startswith(("panic:", "fatal error:")) or "[FATAL]" in line
+              or "[ERROR]" in line][:5]
+    head = ["first errors:", *causes, "last lines:"] if causes else []
+    return "\n".join([*head, *text[-lines:]])
 
 
 # --- FalkorDB ---------------------------------------------------------------------------------
@@ -234,7 +239,23 @@ def _free_port(start: int, exclude: set[int] | None = None) -> int:
     raise RuntimeError(f"no free port from {start}")
 
 
-def milvus_start(rdir: Path, port: int, fresh: bool) -> int:
+def milvus_start(rdir: Path, port: int, fresh: bool, attempts: int = 3) -> int:
+    """Start Milvus; a start that dies is tried again (up to `attempts`), each time on newly chosen ports.
+
+    The package picks its ten ports by binding and releasing them; one in the ephemeral range (rootcoord's
+    53100) can be taken by another process before Milvus binds it, and Milvus then panics at start.
+    """
+    code = 1
+    for attempt in range(1, attempts + 1):
+        code = _milvus_start_once(rdir, port, fresh)
+        if code == 0 or port:
+            return code
+        if attempt < attempts:
+            print(f"Milvus start {attempt} of {attempts} failed; trying again on new ports", file=sys.stderr)
+    return code
+
+
+def _milvus_start_once(rdir: Path, port: int, fresh: bool) -> int:
     env_file = rdir / "milvus.env"
     pid = read_pid(rdir, "milvus", "milvus")
     state = read_env(env_file)

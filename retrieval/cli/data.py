@@ -173,3 +173,21 @@ def register(app: typer.Typer) -> None:
         with cli_errors():
             catalog.set_active(settings.data_dir, name)
         typer.echo(f"active graph: {name}")
+
+    @app.command("delete")
+    def delete_cmd(
+        name: Annotated[str, typer.Argument(help="Graph name")],
+        yes: Annotated[bool, typer.Option("--yes", help="Really delete it")] = False,
+        data_dir: Path = DataDirOpt,
+    ) -> None:
+        """Delete graph NAME and every version of it (its few-shot examples stay)."""
+        settings = settings_from(data_dir)
+        if not yes:
+            typer.echo("error: refusing to delete without --yes", err=True)
+            raise typer.Exit(2)
+        from retrieval.ingest.versions import delete_graph
+
+        with cli_errors():
+            removed = delete_graph(settings, name)
+        typer.echo(f"deleted graph {name} ({len(removed)} version{'s' if len(removed) != 1 else ''}); "
+                   f"active graph: {catalog.active_name(settings.data_dir) or 'none'}")

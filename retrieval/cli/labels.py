@@ -97,8 +97,9 @@ def register(app: typer.Typer) -> None:
         from retrieval.evaluation.querysets import import_queries
 
         with cli_errors():
-            store = LabelStore.in_data_dir(settings_from(data_dir).data_dir)
-            qs = import_queries(store, file, name, replace=replace)
+            settings = settings_from(data_dir)
+            store = LabelStore.in_data_dir(settings.data_dir)
+            qs = import_queries(store, file, name, replace=replace, max_queries=settings.max_query_set)
             typer.echo(f"imported query set {qs.name!r}: {len(qs.queries)} queries into {store.path}")
 
     @queries_app.command("list")
@@ -329,6 +330,7 @@ def register(app: typer.Typer) -> None:
         """Run each labelled query through every mode and reranker; nDCG@k, P@k, R@k, MRR per system with 95%
         bootstrap intervals, unjudged counts, lift over no rerank and (--compare) a paired test."""
         from retrieval.evaluation.evaluate import evaluate
+        from retrieval.evaluation.follow import followed, gone_note
         from retrieval.evaluation.pooling import RERANK_PREFIX, choose_rerankers, run_systems
         from retrieval.evaluation.trec import export_run
         from retrieval.graph.runtime import open_kg
@@ -351,10 +353,14 @@ def register(app: typer.Typer) -> None:
                 labels = _in_set(labels, list(ids))
             if not labels:
                 raise NotFoundError(f"no labels in {settings.data_dir}: grade in the app or import qrels")
-            queries = sorted({lb.query_text for lb in labels})
             kg = open_kg(settings)
+            # grades follow the graph: items a curation merged count for the item that took them over
+            labels, gone = followed(settings.data_dir, kg.name, labels)
+            queries = sorted({lb.query_text for lb in labels})
             try:
                 chosen, notes = choose_rerankers(kg, _rerankers(rerankers))
+                if gone:
+                    notes = [*notes, gone_note(gone)]
                 bar = _bar(len(queries), "eval-labels")
                 try:
                     runs = run_systems(kg, queries, max(cutoffs), _modes(modes), chosen,

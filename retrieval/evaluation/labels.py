@@ -18,21 +18,17 @@ The adjudication rule is in `consensus`, TREC files in `trec`.
 from __future__ import annotations
 
 import hashlib
-import os
-import random
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import Field
 
-from retrieval.errors import StoreError, ValidationError
+from retrieval.errors import StoreError, ValidationError, excerpt
 from retrieval.models import Record
+from retrieval.sqlitefile import SQLiteFile
 
 LABELS_FILE = "labels.sqlite"
 ADJUDICATED = "adjudicated"
@@ -137,7 +133,7 @@ def make_label(
     if not item:
         raise ValidationError("label: item id is empty")
     if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
-        raise ValidationError(f"label: grade must be an integer 0-3, got {grade!r}")
+        raise ValidationError(f"label: grade must be an integer 0-3, got {excerpt(grade)}")
     return Label(
         query_text=query, item_id=item, graph_version=graph_version or "", grade=grade,
         note=note or "", annotator=normalize_annotator(annotator or ""), updated_at=updated_at or utc_now(),
@@ -168,90 +164,19 @@ def _migrate(conn: sqlite3.Connection) -> int | None:
     return moved
 
 
-class LabelStore:
+class LabelStore(SQLiteFile):
     """The label database of one SQLite file; safe for concurrent threads and processes.
 
     `migrated` is the number of schema-1 labels this open carried over (None: no migration ran).
     """
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 30_000, retries: int = 8) -> None:
-        self.path = Path(path)
-        self.busy_timeout_ms = busy_timeout_ms
-        self.retries = retries
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create label directory {self.path.parent}: {exc}") from exc
+        super().__init__(path, what="label store", busy_timeout_ms=busy_timeout_ms, retries=retries)
         self.migrated: int | None = self.write(_migrate, wal=True)
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> LabelStore:
         return cls(Path(data_dir) / LABELS_FILE)
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        """This process's connection, one thread at a time (closing the last WAL connection checkpoints
-        and fsyncs the database, so a connection per call would cost ~20 ms per label)."""
-        with self._lock:
-            if self._conn is None or self._pid != os.getpid():  # never reuse a connection across fork
-                self._conn = sqlite3.connect(
-                    self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-                )
-                self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-                self._conn.execute("PRAGMA synchronous = FULL")
-                self._pid = os.getpid()
-            yield self._conn
-
-    def close(self) -> None:
-        """Close this process's connection (a later call reopens it)."""
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-
-    def write(self, fn: Callable[[sqlite3.Connection], T], *, wal: bool = False) -> T:
-        """Run `fn` in one BEGIN IMMEDIATE transaction (all or nothing), retrying while another writer holds
-        the lock; for the modules that keep their tables in this file."""
-        reopened = False
-        for attempt in range(self.retries + 2):
-            try:
-                with self._connect() as conn:
-                    if wal:  # persistent in the file; must run outside a transaction
-                        conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        result = fn(conn)
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
-                    return result
-            except sqlite3.OperationalError as exc:
-                if "readonly" in str(exc) and not reopened:
-                    # A connection opened while the file was read-only (a read-only mount, since remounted; a
-                    # permission since fixed) stays read-only: reopen once before reporting the error.
-                    self.close()
-                    reopened = True
-                    continue
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or attempt >= self.retries:
-                    raise StoreError(f"label store {self.path}: {exc}") from exc
-                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # jitter so writers don't collide again
-            except sqlite3.Error as exc:
-                raise StoreError(f"label store {self.path}: {exc}") from exc
-        raise AssertionError("unreachable")
-
-    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one parameterised SELECT (for the modules that keep their tables in this file)."""
-        try:
-            with self._connect() as conn:
-                return conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"label store {self.path}: {exc}") from exc
 
     def _labels(self, where: Mapping[str, str | None]) -> list[Label]:
         given = {k: v for k, v in where.items() if v is not None}

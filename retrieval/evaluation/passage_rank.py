@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.errors import IngestError, ValidationError
+from retrieval.errors import IngestError, ValidationError, excerpt
 from retrieval.graph import bm25
 from retrieval.graph.ppr import Transition, ppr
 from retrieval.graph.runtime import KG, embedding_cache
@@ -91,7 +91,8 @@ def load_hipporag_queries(root: Path, data: GraphData) -> list[BenchmarkQuery]:
             raise IngestError(str(files[0]), 0, at, f"not a MuSiQue question record ({exc})") from exc
         missing = [g.split("\n", 1)[0] for g in gold if g not in by_key]
         if missing:
-            raise IngestError(str(files[0]), 0, f"{at}.paragraphs", f"gold passage not in the corpus: {missing[0]!r}")
+            raise IngestError(str(files[0]), 0, f"{at}.paragraphs",
+                              f"gold passage not in the corpus: {excerpt(missing[0])}")
         out.append(BenchmarkQuery(qid, question, tuple(dict.fromkeys(by_key[g] for g in gold))))
     return out
 
@@ -199,7 +200,7 @@ def rank_by_search(kg: KG, questions: Sequence[str], mode: str, limit: int,
     from retrieval.search.modes import run_mode
 
     if mode not in SEARCH_MODES:
-        raise ValidationError(f"unknown search mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")
+        raise ValidationError(f"unknown search mode {excerpt(mode)}; valid: {', '.join(SEARCH_MODES)}")
     kg_params = params.model_copy(update={"max_results": limit}) if params else None
     # the ranking itself is measured; the no-match signal has its own calibration (calibrate-nomatch)
     return [cited_passages(run_mode(kg, SEARCH_MODES[mode], q, limit=limit, params=kg_params, no_match=False))

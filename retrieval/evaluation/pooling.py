@@ -29,6 +29,7 @@ from retrieval.evaluation.querysets import QuerySet
 from retrieval.graph.runtime import KG
 from retrieval.models import Record, SourceMetadata, VerbalizedFact
 from retrieval.rerank import CrossEncoderReranker, Reranker
+from retrieval.search.verbalize import screen_text
 
 RERANK_PREFIX = "rerank:"
 RERANK_POOL_SIZE = 50  # facts retrieved (rerank none) before each reranker orders them, as eval-labels always did
@@ -159,8 +160,8 @@ def pool_items(query_set: QuerySet, runs: SystemRuns) -> list[PoolItem]:
         for system, by_query in runs.runs.items():
             for rank, fact in enumerate(by_query.get(q.text, []), start=1):
                 found.setdefault(fact.id, (fact, {}))[1][system] = rank
-        out += [PoolItem(query_id=q.query_id, query=q.text, item_id=i, kind=f.type, text=f.text, sources=f.sources,
-                         ranks=ranks) for i, (f, ranks) in found.items()]
+        out += [PoolItem(query_id=q.query_id, query=q.text, item_id=i, kind=f.type, text=screen_text(f),
+                         sources=f.sources, ranks=ranks) for i, (f, ranks) in found.items()]
     return out
 
 

@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from retrieval.errors import IngestError, NotFoundError, ValidationError
+from retrieval.config import Settings
+from retrieval.errors import IngestError, NotFoundError, ValidationError, excerpt
 from retrieval.evaluation.labels import LabelStore, normalize_query
-from retrieval.evaluation.trec import file_lines, read_text_file, tsv_query_rows
+from retrieval.evaluation.trec import FORMULA_ID, file_lines, read_text_file, tsv_query_rows
+from retrieval.items import opens_as_formula
 from retrieval.models import MAX_QUERY_CHARS, Record
 
 MAX_SET_NAME = 100
@@ -80,17 +82,25 @@ def sniff_format(text: str, file: str = "") -> QueryFormat:
     return "jsonl" if first.startswith("{") else "tsv"
 
 
-def parse_query_set(text: str, file: str, fmt: QueryFormat | None = None) -> list[SetQuery]:
-    """Every query of a TSV or JSONL query file, validated (raises IngestError at the first bad line)."""
+def parse_query_set(text: str, file: str, fmt: QueryFormat | None = None, *,
+                    max_queries: int | None = None) -> list[SetQuery]:
+    """Every query of a TSV or JSONL query file, validated (raises IngestError at the first bad line); at most
+    `max_queries` (KG_MAX_QUERY_SET), refused at the first query past it."""
+    limit = max_queries or Settings().max_query_set
     fmt = fmt or sniff_format(text, file)
     rows = _rows_jsonl(text, file) if fmt == "jsonl" else tsv_query_rows(text, file)
     out: list[SetQuery] = []
     id_line: dict[str, int] = {}
     text_line: dict[str, tuple[int, str]] = {}
     for number, qid, raw in rows:
+        if len(out) == limit:
+            raise IngestError(file, number, "file", f"more than {limit:,} queries; a query set holds at most "
+                                                    f"{limit:,} (KG_MAX_QUERY_SET)")
         query = normalize_query(raw)
         if not qid or any(ch.isspace() for ch in qid):
             raise IngestError(file, number, "query_id", f"must be one non-empty token, got {qid[:40]!r}")
+        if opens_as_formula(qid):  # a TSV row's id is checked as it is read; a JSONL one here
+            raise IngestError(file, number, "query_id", f"{excerpt(qid)} {FORMULA_ID}")
         if not query:
             raise IngestError(file, number, "text", "query text is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -122,6 +132,7 @@ def import_queries(
     *,
     replace: bool = False,
     fmt: QueryFormat | None = None,
+    max_queries: int | None = None,
 ) -> QuerySet:
     """Store a query set from a file (a Path) or from its text (a str: the Data page's upload); all or nothing.
 
@@ -135,14 +146,14 @@ def import_queries(
         text, source = path_or_text, "(text)"
         if not name:
             raise ValidationError("a query set given as text needs a name")
-    queries = parse_query_set(text, source, fmt)
+    queries = parse_query_set(text, source, fmt, max_queries=max_queries)
     name = set_name(name or "")
     created = datetime.now(UTC).isoformat(timespec="seconds")
 
     def store_set(conn: sqlite3.Connection) -> None:
         exists = conn.execute("SELECT 1 FROM query_sets WHERE name = ?", (name,)).fetchone()
         if exists and not replace:
-            raise ValidationError(f"query set {name!r} exists; pass --replace (replace=True) or another --name")
+            raise ValidationError(f"query set {excerpt(name)} exists; pass --replace (replace=True) or another --name")
         for table in ("queries", "pool_items", "pools", "query_sets"):
             key = "name" if table == "query_sets" else "set_name"
             conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (name,))  # noqa: S608 (table names are ours)
@@ -173,7 +184,7 @@ def get_query_set(store: LabelStore, name: str | None = None) -> QuerySet:
         name = names[0]
     head = store.rows("SELECT name, source, created_at FROM query_sets WHERE name = ?", (name,))
     if not head:
-        raise NotFoundError(f"no query set {name!r}; known: {', '.join(names) or 'none'}")
+        raise NotFoundError(f"no query set {excerpt(name)}; known: {', '.join(names) or 'none'}")
     rows = store.rows("SELECT query_id, query_text, position FROM queries WHERE set_name = ? ORDER BY position",
                       (name,))
     queries = tuple(SetQuery(query_id=str(q), text=str(t), position=int(p)) for q, t, p in rows)

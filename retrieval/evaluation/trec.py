@@ -8,9 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from retrieval.errors import IngestError, ValidationError
+from retrieval.errors import IngestError, ValidationError, excerpt
 from retrieval.evaluation.consensus import current_labels
 from retrieval.evaluation.labels import Label, LabelStore, make_label, normalize_query, query_id, utc_now
+from retrieval.items import opens_as_formula
 
 QRELS_FILE = "qrels.txt"
 
@@ -30,9 +31,30 @@ def _text_out(target: Path | TextIO) -> Iterator[TextIO]:
 
 
 def _token(value: str, what: str) -> str:
+    """An id as TREC files hold it: exact, so one that would open as a spreadsheet formula is refused (imports
+    refuse such ids already: ids_formula_free)."""
     if not value or any(ch.isspace() for ch in value):
-        raise ValidationError(f"{what} {value!r} cannot be written to a TREC file: it is empty or contains whitespace")
+        raise ValidationError(f"{what} {excerpt(value)} cannot be written to a TREC file: it is empty or contains "
+                              "whitespace")
+    if opens_as_formula(value):
+        raise ValidationError(f"{what} {excerpt(value)} is not written to a TREC file: a spreadsheet would open it "
+                              "as a formula")
     return value
+
+
+FORMULA_ID = "would open as a formula in a spreadsheet (it starts with = + - @, a tab or a return); TREC files " \
+             "keep ids exactly, so such an id is refused"
+
+
+def sheet_cell(text: str) -> str:
+    """A TSV cell a spreadsheet will not run: text that would open as a formula, after any leading apostrophes,
+    gets one more apostrophe in front (`=1+1` -> `'=1+1`, `'=x` -> `''=x`); `unsheet_cell` removes it."""
+    return "'" + text if opens_as_formula(text.lstrip("'")) else text
+
+
+def unsheet_cell(text: str) -> str:
+    """The inverse of `sheet_cell`: `unsheet_cell(sheet_cell(t)) == t` for every text."""
+    return text[1:] if text.startswith("'") and opens_as_formula(text.lstrip("'")) else text
 
 
 def export_qrels(
@@ -59,8 +81,8 @@ def export_qrels(
             seen: dict[str, str] = {}
             for lb in rows:
                 seen.setdefault(ids.get(lb.query_text) or query_id(lb.query_text), lb.query_text)
-            for qid, text in seen.items():
-                fh.write(f"{qid}\t{text}\n")
+            for qid, text in seen.items():  # queries.tsv is opened in spreadsheets: no cell runs as a formula
+                fh.write(f"{sheet_cell(_token(qid, 'query id'))}\t{sheet_cell(text)}\n")
     return len(rows)
 
 
@@ -92,14 +114,18 @@ def file_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def tsv_query_rows(text: str, file: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, query id, raw text) of each `query_id<TAB>query text` line; blank and `#` lines skipped."""
+    """(line number, query id, raw text) of each `query_id<TAB>query text` line; blank and `#` lines skipped; the
+    apostrophe `sheet_cell` puts before a would-be formula is removed again."""
     for number, line in file_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if "\t" not in line:
             raise IngestError(file, number, "line", "expected `query_id<TAB>query text`")
         qid, raw = line.split("\t", 1)
-        yield number, qid.strip(), raw
+        qid = unsheet_cell(qid.strip())
+        if opens_as_formula(qid):
+            raise IngestError(file, number, "query_id", f"{excerpt(qid)} {FORMULA_ID}")
+        yield number, qid, unsheet_cell(raw)
 
 
 def parse_queries(text: str, file: str) -> dict[str, str]:
@@ -109,11 +135,11 @@ def parse_queries(text: str, file: str) -> dict[str, str]:
     for number, qid, raw in tsv_query_rows(text, file):
         query = normalize_query(raw)
         if not qid or any(ch.isspace() for ch in qid):
-            raise IngestError(file, number, "query_id", f"must be one non-empty token, got {qid!r}")
+            raise IngestError(file, number, "query_id", f"must be one non-empty token, got {excerpt(qid)}")
         if not query:
             raise IngestError(file, number, "text", "query text is empty")
         if qid in out and out[qid] != query:
-            raise IngestError(file, number, "query_id", f"{qid!r} already defined on line {first_line[qid]}")
+            raise IngestError(file, number, "query_id", f"{excerpt(qid)} already defined on line {first_line[qid]}")
         out[qid] = query
         first_line.setdefault(qid, number)
     return out
@@ -133,6 +159,9 @@ def parse_qrels(text: str, file: str, queries: Mapping[str, str]) -> list[tuple[
         if len(fields) != 4:
             raise IngestError(file, number, "line", f"expected 4 fields `query_id 0 item_id grade`, got {len(fields)}")
         qid, _iteration, item, grade_text = fields
+        for column, value in (("query_id", qid), ("item_id", item)):
+            if opens_as_formula(value):
+                raise IngestError(file, number, column, f"{excerpt(value)} {FORMULA_ID}")
         try:
             grade = int(grade_text)
         except ValueError:
@@ -143,7 +172,7 @@ def parse_qrels(text: str, file: str, queries: Mapping[str, str]) -> list[tuple[
             raise IngestError(file, number, "query_id", f"{qid[:40]!r} is not in the queries file or set")
         if (qid, item) in seen:
             first = seen[qid, item]
-            raise IngestError(file, number, "item_id", f"{item[:40]!r} judged twice for {qid!r} (line {first})")
+            raise IngestError(file, number, "item_id", f"{item[:40]!r} judged twice for {excerpt(qid)} (line {first})")
         seen[qid, item] = number
         out.append((queries[qid], item, grade))
     return out

@@ -11,6 +11,7 @@ Tenant, namespace and graph ids must match `ID_PATTERN`, so no id can name a pat
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import os
@@ -26,7 +27,8 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from pydantic import ValidationError as PydanticValidationError
 
-from retrieval.errors import NotFoundError, ValidationError
+from retrieval.access.gate import Gate
+from retrieval.errors import AccessDenied, NotFoundError, ValidationError
 from retrieval.graph.catalog import write_json_atomic
 from retrieval.graph.index import build_index
 from retrieval.graph.traverse import Direction, bfs
@@ -53,7 +55,7 @@ _NODE_KEYS = {"id", "name", "type", "description", "properties", "aliases", "sou
 _EDGE_ALIASES = {"source": "source_id", "target": "target_id", "relation": "relation_type", "type": "relation_type"}
 _EDGE_KEYS = set(Relation.model_fields)
 _WORD = re.compile(r"\w+")
-_OUTCOMES = ("ok", "invalid", "not_found", "corrupt", "io")
+_OUTCOMES = ("ok", "invalid", "not_found", "corrupt", "io", "forbidden")
 
 
 def check_id(kind: str, value: object) -> str:
@@ -170,10 +172,12 @@ def _words(values: Sequence[str] | None, kind: str, limit: int) -> tuple[str, ..
 
 
 class GraphMemory:
-    """Graph memory rooted at a directory; owns its Prometheus registry (state: root + counters)."""
+    """Graph memory rooted at a directory; owns its Prometheus registry (state: root + counters). With a `gate`
+    (`as_user`), every operation is authorised for its identity first: read, write or delete on the tenant."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
+        self.gate: Gate | None = None
         self.registry = CollectorRegistry()
         labels = ("tenant", "namespace", "outcome")
         self._searches = Counter("graph_memory_searches_total", "Graph memory searches", labels, registry=self.registry)
@@ -183,6 +187,19 @@ class GraphMemory:
         self._traversals = Counter(
             "graph_memory_traversals_total", "Graph memory traversals", labels, registry=self.registry
         )
+
+    def as_user(self, gate: Gate) -> GraphMemory:
+        """This memory (the same files and counters) with every operation authorised for `gate`'s identity."""
+        view = copy.copy(self)
+        view.gate = gate
+        return view
+
+    def tenants(self, action: str = "memory_read") -> list[str]:
+        """The tenants on disk, `default` and those granted by name, that this user may `action` (sorted)."""
+        names = {*list_tenants(self.root), "default"}
+        if self.gate is not None:
+            names |= {t for t in self.gate.identity.tenants if ID_PATTERN.fullmatch(t)}
+        return sorted(t for t in names if self.gate is None or self.gate.allows(action, tenant=t))
 
     # --- operations (seed 003) ----------------------------------------------------------------
 
@@ -198,6 +215,7 @@ class GraphMemory:
     ) -> MemoryResult:
         """Validate and write a graph as JSON, then add it to the namespace index; returns its graph_id."""
         try:
+            self._allow("memory_write", tenant)
             ns = self._ns_dir(tenant, namespace)
             graph = self._build(tenant, namespace, nodes, edges, keywords, tags, metadata)
             path = ns / "graphs" / f"{graph.graph_id}.json"
@@ -209,6 +227,8 @@ class GraphMemory:
                 self._write(ns / "index.json", {"format": INDEX_FORMAT, "graphs": index})
         except _Fail as exc:
             return _fail(exc)
+        if self.gate is not None:
+            self.gate.record("memory_write", tenant=tenant, detail=f"{namespace}/{graph.graph_id}")
         return MemoryResult(ok=True, graph_id=graph.graph_id, graphs=(_summary(index[graph.graph_id]),))
 
     def search_graphs(
@@ -225,6 +245,7 @@ class GraphMemory:
         tag matches, newest first. `namespace=None` searches all of the tenant's namespaces.
         """
         try:
+            self._allow("memory_read", tenant)
             self._check("tenant", tenant)
             if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
                 raise _Fail("invalid", f"limit must be an integer from 1 to 100, got {limit!r}")
@@ -257,6 +278,7 @@ class GraphMemory:
     def get_graph(self, tenant: str, graph_id: str, namespace: str = "default") -> MemoryResult:
         """The stored graph, or a fail result (unknown id, invalid id, corrupt file naming the file)."""
         try:
+            self._allow("memory_read", tenant)
             graph = self._load(tenant, namespace, graph_id)
         except _Fail as exc:
             self._count(self._retrievals, tenant, namespace, exc.kind)
@@ -276,6 +298,7 @@ class GraphMemory:
     ) -> MemoryResult:
         """BFS in a stored graph from `start_node` within `max_depth`, following only `relation_filter` types."""
         try:
+            self._allow("memory_read", tenant)
             graph = self._load(tenant, namespace, graph_id)
             index = build_index(_edge_arrays(graph))
             traversal = bfs(
@@ -305,6 +328,7 @@ class GraphMemory:
     def list_graphs(self, tenant: str, namespace: str = "default") -> MemoryResult:
         """Summaries of every graph in one namespace, newest first (read from the index)."""
         try:
+            self._allow("memory_read", tenant)
             index = self._read_index(self._ns_dir(tenant, namespace))
         except _Fail as exc:
             return _fail(exc)
@@ -314,6 +338,7 @@ class GraphMemory:
     def delete_graph(self, tenant: str, graph_id: str, namespace: str = "default") -> MemoryResult:
         """Remove a graph from the index, then its file."""
         try:
+            self._allow("memory_delete", tenant)
             ns = self._ns_dir(tenant, namespace)
             self._check("graph id", graph_id)
             with self._locked(ns):
@@ -328,6 +353,8 @@ class GraphMemory:
                     raise _Fail("io", f"cannot delete graph file: {exc.strerror}") from exc
         except _Fail as exc:
             return _fail(exc)
+        if self.gate is not None:
+            self.gate.record("memory_delete", tenant=tenant, detail=f"{namespace}/{graph_id}")
         return MemoryResult(ok=True, graph_id=graph_id)
 
     def metrics(self) -> dict[str, float]:
@@ -345,6 +372,15 @@ class GraphMemory:
         return generate_latest(self.registry).decode("utf-8")
 
     # --- helpers --------------------------------------------------------------------------------
+
+    def _allow(self, action: str, tenant: object) -> None:
+        """The gate's check (which records a refusal in the audit log) as a `forbidden` failure."""
+        if self.gate is None:
+            return
+        try:
+            self.gate.check(action, tenant=str(tenant))
+        except AccessDenied as exc:
+            raise _Fail("forbidden", str(exc)) from exc
 
     @staticmethod
     def _check(kind: str, value: object) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from retrieval.models import Chunk
 _TOKEN = re.compile(r"[a-z0-9]+")
 K1, B = 1.2, 0.75
 _IDS_FILE = "chunk_ids.json"
+VERSION_DIR = "bm25"  # the index's folder inside a graph version
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,29 @@ def load_index(directory: Path) -> BM25Index:
     except (OSError, ValueError) as exc:
         raise StoreError(f"cannot load the BM25 index in {directory}: {exc}") from exc
     return BM25Index(retriever=retriever, chunk_ids=chunk_ids)
+
+
+def save_version(index: BM25Index, version_dir: Path) -> None:
+    """Replace a version's `bm25/` by renames: a crash between them leaves `bm25.new` or `bm25.old`, which
+    `load_version` falls back to."""
+    version_dir = Path(version_dir)
+    new, live, old = version_dir / f"{VERSION_DIR}.new", version_dir / VERSION_DIR, version_dir / f"{VERSION_DIR}.old"
+    shutil.rmtree(new, ignore_errors=True)
+    save_index(index, new)
+    shutil.rmtree(old, ignore_errors=True)
+    if live.exists():
+        live.rename(old)
+    new.rename(live)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def load_version(version_dir: Path) -> BM25Index:
+    """A version's BM25 index (`bm25/`; after a crash mid-`save_version`, the copy that survived it)."""
+    version_dir = Path(version_dir)
+    for name in (VERSION_DIR, f"{VERSION_DIR}.new", f"{VERSION_DIR}.old"):
+        if (version_dir / name / _IDS_FILE).is_file():
+            return load_index(version_dir / name)
+    return load_index(version_dir / VERSION_DIR)  # NotFoundError naming the directory
 
 
 def scores(index: BM25Index, query: str) -> np.ndarray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import NotFoundError, ValidationError
+from retrieval.errors import NotFoundError, ValidationError, excerpt
 from retrieval.stores.base import StoreLocation
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -41,12 +41,19 @@ class GraphHandle:
     def location(self) -> StoreLocation:
         return StoreLocation(dir=self.dir, key=self.manifest["key"])
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Counts recorded by ingest in the manifest (`stats`/`counts` section or top level)."""
+        section = self.manifest.get("stats") or self.manifest.get("counts") or self.manifest
+        keys = ("entities", "relations", "chunks", "books", "chapters")
+        return {k: int(section[k]) for k in keys if isinstance(section.get(k), int | float)}
+
 
 def check_name(name: str) -> str:
     """Graph names become directory names: letters, digits, '_' and '-' only."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValidationError(
-            f"invalid graph name {name!r}: use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
+            f"invalid graph name {excerpt(name)}: use 1-64 letters, digits, '_' or '-', starting with a letter or digit"
         )
     return name
 
@@ -88,7 +95,7 @@ def active_name(data_dir: Path) -> str | None:
 def set_active(data_dir: Path, name: str) -> None:
     check_name(name)
     if name not in list_graphs(data_dir):
-        raise NotFoundError(f"no graph named {name!r} in {data_dir}")
+        raise NotFoundError(f"no graph named {excerpt(name)} in {data_dir}")
     tmp = Path(data_dir) / f".active-{uuid.uuid4().hex}"
     tmp.write_text(name, encoding="utf-8")
     os.replace(tmp, Path(data_dir) / "active")
@@ -103,7 +110,7 @@ def resolve(data_dir: Path, name: str | None = None) -> GraphHandle:
     link = Path(data_dir) / "graphs" / name
     manifest_path = link / MANIFEST
     if not manifest_path.is_file():
-        raise NotFoundError(f"no graph named {name!r} in {data_dir}")
+        raise NotFoundError(f"no graph named {excerpt(name)} in {data_dir}")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     return GraphHandle(name=name, version=manifest["version"], dir=link.resolve(), manifest=manifest)
 

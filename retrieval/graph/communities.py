@@ -13,6 +13,7 @@ into the build directory before the atomic commit and read through the opened KG
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -207,13 +208,19 @@ def compute_communities(data: GraphData) -> tuple[Community, ...]:
 
 
 def save_extras(directory: Path, extras: Extras) -> None:
-    """Write the version's sidecar (before the commit renames the build directory)."""
+    """Write the version's sidecar atomically (at build, and when a curation changes communities or claims)."""
     doc = {
         "communities": [c.model_dump(mode="json") for c in extras.communities],
         "claims": [c.model_dump(mode="json") for c in extras.claims],
         "chapter_names": {k: list(v) for k, v in extras.chapter_names.items()},
     }
-    (Path(directory) / EXTRAS).write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    path = Path(directory) / EXTRAS
+    tmp = path.with_name(f".{EXTRAS}.partial")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(doc, fh, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def load_extras(directory: Path) -> Extras:

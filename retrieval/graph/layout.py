@@ -547,13 +547,56 @@ def load_layout(directory: Path) -> Layout | None:
         raise StoreError(f"cannot read the stored map layout {path}: {exc}") from exc
 
 
+def cover(layout: Layout, node_ids: Sequence[str], src: np.ndarray, dst: np.ndarray) -> Layout:
+    """`layout` for exactly `node_ids` (in their order), after a curation changed the graph in place: an entity it
+    holds keeps its place; a new one (added documents) sits beside its placed neighbours (their mean, nudged by a
+    seeded offset so two are not drawn on one spot) in the first one's regions, else on a ring outside the map."""
+    at = layout.index_of()
+    n = len(node_ids)
+    rows = np.fromiter((at.get(i, -1) for i in node_ids), dtype=np.int64, count=n)
+    xy = np.zeros((n, 2), dtype=np.float32)
+    region = np.full(n, -1, dtype=np.int32)
+    subregion = np.full(n, -1, dtype=np.int32)
+    known = rows >= 0
+    xy[known] = layout.xy[rows[known]]
+    region[known] = layout.region[rows[known]]
+    subregion[known] = layout.subregion[rows[known]]
+    new = np.flatnonzero(~known)
+    if len(new):
+        rng = np.random.default_rng(SEED)
+        extent = float(np.abs(layout.xy).max()) + UNIT if len(layout.xy) else UNIT
+        ends = np.concatenate([src, dst]), np.concatenate([dst, src])
+        for k, i in enumerate(new):
+            placed = ends[1][(ends[0] == i) & known[ends[1]]] if len(src) else np.empty(0, dtype=np.int64)
+            if len(placed):
+                xy[i] = xy[placed].mean(axis=0) + rng.normal(0.0, UNIT / 2, 2)
+                region[i], subregion[i] = region[placed[0]], subregion[placed[0]]
+            else:
+                angle = 2 * math.pi * k / len(new)
+                xy[i] = (extent * math.cos(angle), extent * math.sin(angle))
+    return Layout(tuple(node_ids), xy, region, subregion, layout.regions, layout.seconds, layout.warnings)
+
+
+def covers(layout: Layout, node_ids: Sequence[str]) -> int:
+    """How many of `node_ids` the layout lacks."""
+    at = layout.index_of()
+    return sum(1 for i in node_ids if i not in at)
+
+
 def layout_for(directory: Path, node_ids: Sequence[str], src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
-               communities: Sequence[Community], progress: ProgressFn | None = None) -> Layout:
-    """The version's stored layout when it covers these entities; else computed now and stored for the next
-    time (a version directory that cannot be written keeps it in memory only, said in `warnings`)."""
-    stored = load_layout(directory)
-    if stored is not None and len(stored.node_ids) == len(node_ids) and stored.rows(node_ids) is not None:
-        return stored
+               communities: Sequence[Community], progress: ProgressFn | None = None,
+               base: Layout | None = None) -> Layout:
+    """The version's layout (`base`, the one in use, else the stored one) when it covers these entities, or nearly
+    (a curation added a few: `cover` places them beside their neighbours, at most a tenth); else computed now and
+    stored for the next time (a version directory that cannot be written keeps it in memory only, said in
+    `warnings`)."""
+    stored = base if base is not None else load_layout(directory)
+    if stored is not None:
+        missing = covers(stored, node_ids)
+        if missing == 0 and len(stored.node_ids) == len(node_ids):
+            return stored
+        if missing <= max(50, len(node_ids) // 10):
+            return cover(stored, node_ids, src, dst)
     layout = compute_layout(node_ids, src, dst, weight, communities, progress)
     try:
         save_layout(directory, layout)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder, EmbeddingCache, load_embedder
 from retrieval.graph import catalog
+from retrieval.graph.lock import GraphLock
 from retrieval.stores.base import GraphStore, VectorStore, open_graph_store, open_vector_store
 
 if TYPE_CHECKING:
@@ -17,8 +20,17 @@ if TYPE_CHECKING:
     from retrieval.graph.layout import Layout, ProgressFn
 
 
+def lock_path(settings: Settings, name: str) -> Path:
+    """The file whose flock orders a graph's readers and its curation writer across processes."""
+    return Path(settings.data_dir) / "curation" / f"{name}.lock"
+
+
 class KG:
-    """One committed graph version with open stores. State is real here, hence a class."""
+    """One committed graph version with open stores. State is real here, hence a class.
+
+    A curation changeset changes the version in place (`retrieval.curation`): `generation` counts them, and
+    `revision` (the version, plus the generation once there is one) is what caches of results key on.
+    """
 
     def __init__(self, settings: Settings, handle: catalog.GraphHandle, embedder: Embedder) -> None:
         self.settings = settings
@@ -26,6 +38,9 @@ class KG:
         self.embedder = embedder
         self._lock = threading.RLock()
         self._layout: Layout | None = None
+        self._layout_generation = 0
+        self.generation = 0
+        self.rw = GraphLock(lock_path(settings, handle.name))
 
     # Stores open lazily so that one broken back end fails only the operations that need it.
     @cached_property
@@ -46,6 +61,27 @@ class KG:
     def name(self) -> str:
         return self.handle.name
 
+    @property
+    def revision(self) -> str:
+        """The version, plus `+N` after N curation changesets: a cache key that changes with every change."""
+        return self.version if not self.generation else f"{self.version}+{self.generation}"
+
+    def reading(self) -> AbstractContextManager[None]:
+        """Hold while a search reads the graph: a changeset waits, so the search sees it before or after."""
+        return self.rw.reading()
+
+    def install(self, generation: int, *, index: GraphIndex | None = None, bm25: Any = None,
+                communities: CommunityIndex | None = None, drop: tuple[str, ...] = ()) -> None:
+        """Swap in the in-memory state after a change (the caller holds `rw.writing()`); `drop` forgets lazily
+        built parts (`index`, `bm25`, `communities`) so their next use builds them from the stores."""
+        with self._lock:
+            for name, value in (("index", index), ("bm25", bm25), ("communities", communities)):
+                if value is not None:
+                    self.__dict__[name] = value
+            for name in drop:
+                self.__dict__.pop(name, None)
+            self.generation = generation
+
     @cached_property
     def index(self) -> GraphIndex:
         """CSR adjacency, names and chunk incidence, built once per version from the edge export."""
@@ -57,10 +93,10 @@ class KG:
     @cached_property
     def bm25(self) -> Any:
         """The BM25 index over chunks that ingest stored with this version."""
-        from retrieval.graph.bm25 import load_index
+        from retrieval.graph.bm25 import load_version
 
         with self._lock:
-            return load_index(self.handle.dir / "bm25")
+            return load_version(self.handle.dir)
 
     @cached_property
     def communities(self) -> CommunityIndex:
@@ -76,10 +112,11 @@ class KG:
         from retrieval.graph.layout import layout_for
 
         with self._lock:
-            if self._layout is None:
-                arrays = self.index.arrays
+            if self._layout is None or self._layout_generation != self.generation:
+                arrays = self.index.arrays  # a curation changed the graph: the layout follows (`layout.cover`)
                 self._layout = layout_for(self.handle.dir, arrays.node_ids, arrays.src, arrays.dst, arrays.weight,
-                                          self.communities.communities, progress)
+                                          self.communities.communities, progress, base=self._layout)
+                self._layout_generation = self.generation
             return self._layout
 
     def stored_layout(self) -> Layout | None:

@@ -7,6 +7,7 @@ normally the graph store; without one, records are built from the index arrays a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -19,6 +20,7 @@ from retrieval.graph.index import GraphIndex
 from retrieval.models import (
     Chunk,
     Entity,
+    FactStep,
     GraphPath,
     NeighbourSummary,
     PathResult,
@@ -27,7 +29,7 @@ from retrieval.models import (
     Subgraph,
     TraversalResult,
 )
-from retrieval.stores.base import CHUNKS, GraphStore, VectorStore
+from retrieval.stores.base import CHUNKS, GraphStore, VectorStore, unique
 
 Direction = Literal["out", "in", "both"]
 DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
@@ -105,6 +107,29 @@ def degrees(index: GraphIndex) -> np.ndarray:
         cached = np.diff(index.und_csr.indptr)
         index.extras["traverse.degree"] = cached
     return cached  # type: ignore[return-value]
+
+
+# Front and back matter an LLM extracts entities from (a Project Gutenberg header and licence, a copyright page):
+# never what a sample question should ask about.
+BOILERPLATE = re.compile(r"\b(?:project gutenberg|gutenberg|e-?books?|licen[cs]es?|copyrights?|trademarks?|ein|isbn|"
+                         r"internal revenue service|literary archive|public domain|www|https?)\b", re.I)
+
+
+def sample_question(index: GraphIndex) -> str | None:
+    """A relationship question from the graph's substance: its best-connected entity and that entity's
+    best-connected neighbour (else the next best-connected entity), boilerplate skipped; None for an empty graph."""
+    names = index.arrays.node_names
+    degree = degrees(index)
+    ranked = [int(i) for i in np.argsort(-degree, kind="stable") if not BOILERPLATE.search(names[int(i)])]
+    if not ranked:
+        return None
+    first = ranked[0]
+    near = index.und_csr.indices[index.und_csr.indptr[first]:index.und_csr.indptr[first + 1]].tolist()
+    others = [i for i in (sorted(set(near), key=lambda i: (-degree[i], i)) + ranked[1:])
+              if i != first and not BOILERPLATE.search(names[i]) and names[i] != names[first]]
+    if not others:
+        return f"What is {names[first][:200]}?"
+    return f"How does {names[first][:200]} relate to {names[others[0]][:200]}?"
 
 
 def _relation_mask(index: GraphIndex, types: tuple[str, ...]) -> tuple[np.ndarray | None, list[str]]:
@@ -219,15 +244,45 @@ def _relations(index: GraphIndex, eids: Sequence[int], details: Details | None, 
     ]
 
 
+def path_steps(nodes: Sequence[Entity], edges: Sequence[Relation]) -> tuple[FactStep, ...]:
+    """The path's relations in walk order, each with the way its own edge runs (an incoming edge is not forward)."""
+    return tuple(FactStep(left=prev.name, relation=edge.relation_type, right=node.name,
+                          forward=edge.source_id == prev.id, description=edge.description)
+                 for prev, node, edge in zip(nodes, nodes[1:], edges, strict=False))
+
+
 def verbalize(nodes: Sequence[Entity], edges: Sequence[Relation]) -> str:
     """`A --[REL: description]--> B <--[REL]-- C`: the arrow follows each edge's own direction."""
     parts = [nodes[0].name] if nodes else []
-    for prev, node, edge in zip(nodes, nodes[1:], edges, strict=False):
-        label = f"{edge.relation_type}: {edge.description}" if edge.description else edge.relation_type
-        forward = edge.source_id == prev.id
-        parts.append(f"--[{label}]-->" if forward else f"<--[{label}]--")
-        parts.append(node.name)
+    for step in path_steps(nodes, edges):
+        label = f"{step.relation}: {step.description}" if step.description else step.relation
+        parts.append(f"--[{label}]-->" if step.forward else f"<--[{label}]--")
+        parts.append(step.right)
     return " ".join(parts)
+
+
+def step_line(step: FactStep) -> str:
+    """`A —REL→ B`, or `A ←REL— B` when the relation runs from B to A: the screen's form of one relation."""
+    return f"{step.left} —{step.relation}→ {step.right}" if step.forward else \
+        f"{step.left} ←{step.relation}— {step.right}"
+
+
+def chain(steps: Sequence[FactStep]) -> str:
+    """A path on one line, `A —REL→ B ←REL2— C`, each arrow the way its relation runs."""
+    if not steps:
+        return ""
+    return steps[0].left + "".join(
+        (f" —{s.relation}→ " if s.forward else f" ←{s.relation}— ") + s.right for s in steps)
+
+
+def readable(steps: Sequence[FactStep]) -> str:
+    """The screen's one layout for every fact with relations: per relation a line `A —REL→ B` (the arrow the way
+    the relation runs), then its description as text, indented, each of its own lines kept (LightRAG's keywords)."""
+    lines = []
+    for step in steps:
+        lines.append(step_line(step))
+        lines += ["    " + " ".join(part.split()) for part in step.description.splitlines() if part.strip()]
+    return "\n".join(lines)
 
 
 _CHUNK_FIELDS = frozenset(Chunk.model_fields) - {"id"}
@@ -542,6 +597,35 @@ def k_shortest_paths(
         candidates=len(candidates),
         warnings=tuple(warnings),
     )
+
+
+def name_choices(index: GraphIndex, name: str, limit: int = 5) -> tuple[str | None, list[str]]:
+    """The id of the entity named `name` (case-insensitive name or alias), else None and the ids of the closest
+    names, best first: character similarity (rapidfuzz WRatio), raised where a word of one begins a word of the
+    other ("free" → freemium, free trial). A name that is no entity is the analyst's choice, never a quiet swap."""
+    from rapidfuzz import fuzz, process
+
+    key = " ".join(str(name).split()).lower()
+    if not key:
+        raise ValidationError("entity name must be a non-empty string")
+    a = index.arrays
+    labels, owners = [n.lower() for n in a.node_names], list(a.node_ids)
+    for eid, aliases in zip(a.node_ids, a.node_aliases or [()] * len(a.node_ids), strict=True):
+        labels += [x.lower() for x in aliases]
+        owners += [eid] * len(aliases)
+    exact = next((owners[i] for i, label in enumerate(labels) if " ".join(label.split()) == key), None)
+    if exact is not None:
+        return exact, []
+    words = [w for w in re.findall(r"\w+", key) if len(w) >= 3]
+
+    def score(label: str, base: float) -> float:
+        theirs = re.findall(r"\w+", label)
+        shared = any(t.startswith(w) or (len(t) >= 3 and w.startswith(t)) for w in words for t in theirs)
+        return base + (20 if shared else 0)
+
+    hits = process.extract(key, labels, scorer=fuzz.WRatio, limit=max(50, limit * 10), score_cutoff=40)
+    ranked = sorted(hits, key=lambda h: (-score(h[0], h[1]), h[2]))
+    return None, unique(owners[i] for _, _, i in ranked)[:limit]
 
 
 def resolve_entity(store: GraphStore, name: str) -> Entity:

@@ -33,6 +33,13 @@ class IngestOptions:
     progress: ProgressFn | None = None
     mapping: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def max_name_chars(self) -> int:
+        """The longest name, type, relation type or attribute name a reader accepts (KG_MAX_NAME_CHARS)."""
+        from retrieval.config import Settings
+
+        return (self.settings or Settings()).max_name_chars
+
     def report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(stage, done, total)

@@ -242,6 +242,13 @@ def _sections(text: str, cuts: Sequence[tuple[int, int, str | None]], base: int 
     return out
 
 
+def untitled_note(ids: Sequence[str], why: str) -> str:
+    """The one import note for documents whose source gives no title (`why`): their book is named by their id."""
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (f"{len(ids)} document{'s' * (len(ids) != 1)} without a title ({why}): each is shown as a book named by "
+            f"its document id ({shown})")
+
+
 # --- decoding ---------------------------------------------------------------------------------------------
 
 
@@ -297,19 +304,28 @@ _HEADER_FIELD = re.compile(r"^(Title|Author):[ \t]*(.+)$", re.M)
 _FIELD_BLOCK = re.compile(r"\A(?:[ \t]*\r?\n)*((?:[A-Za-z][A-Za-z ]{0,30}:[^\n]*\r?\n?)+)(?:[ \t]*\r?\n|\Z)")
 
 
+def gutenberg_bounds(text: str) -> tuple[int, int, dict[str, str]] | None:
+    """(start, end) of a Project Gutenberg file's book between its START and END markers, and the `Title:` /
+    `Author:` fields of its header (lower-cased keys); None for a text without the START marker."""
+    head = text[:20_000]
+    m = _GUTENBERG_START.search(head)
+    if not m:
+        return None
+    e = _GUTENBERG_END.search(text, m.end())
+    meta = {k.lower(): v.strip() for k, v in _HEADER_FIELD.findall(head[: m.start()])}
+    return m.end(), e.start() if e else len(text), meta
+
+
 def read_text(path: Path, rel: str) -> Book:
     """A .txt book: `Title:` / `Author:` from a leading block of `Field: value` lines or a Project Gutenberg
     header (whose START/END markers also bound the text), chapters from heading lines."""
     text = _decode(_read(path, rel, MAX_TEXT_FILE_BYTES), rel)
     start, end = 0, len(text)
     head = text[:20_000]
-    m = _GUTENBERG_START.search(head)
+    bounds = gutenberg_bounds(text)
     block = _FIELD_BLOCK.match(head)
-    if m:
-        start = m.end()
-        e = _GUTENBERG_END.search(text, start)
-        end = e.start() if e else end
-        meta = {k.lower(): v.strip() for k, v in _HEADER_FIELD.findall(head[: m.start()])}
+    if bounds:
+        start, end, meta = bounds
     elif block and _HEADER_FIELD.search(block.group(1)):
         start = block.end()
         meta = {k.lower(): v.strip() for k, v in _HEADER_FIELD.findall(block.group(1))}
@@ -342,14 +358,15 @@ def _front_matter(text: str, rel: str) -> tuple[dict[str, Any], int]:
     return (meta if isinstance(meta, dict) else {}), m.end()
 
 
-def read_markdown(path: Path, rel: str) -> Book:
-    """A .md book: front matter title/author (else a lone top H1, which is then no chapter), chapters from
-    headings (markdown-it-py; every heading starts one)."""
+Cut = tuple[int, int, str | None]  # (start, end, chapter title); None: a span left out, the chapter goes on
+
+
+def markdown_chapters(body: str, title: str = "") -> tuple[list[Cut], str, str | None]:
+    """Chapter cuts of Markdown text (markdown-it-py: every heading, none inside code), what they came from
+    ("headings", "heading lines" where the headings give no chapter, "none"), and the book's title: a lone `#`
+    heading at the top (when `title`, the front matter's, is empty or the same), which is then no chapter."""
     from markdown_it import MarkdownIt
 
-    text = _decode(_read(path, rel, MAX_TEXT_FILE_BYTES), rel)
-    meta, offset = _front_matter(text, rel)
-    body = text[offset:]
     lines = _lines(body)
     tokens = MarkdownIt("commonmark").parse(body)
     heads: list[tuple[int, int, int, str | None]] = []  # (level, start, end, text)
@@ -359,18 +376,40 @@ def read_markdown(path: Path, rel: str) -> Book:
             start = lines[first][0]
             end = lines[last - 1][0] + len(lines[last - 1][1])
             heads.append((int(tok.tag[1:]), start, end, " ".join(tokens[i + 1].content.split())))
-    title = _str_meta(meta.get("title"))
     h1 = [h for h in heads if h[0] == 1]
     top = h1[0][3] if len(h1) == 1 and heads[0] is h1[0] else None
     if top is not None and (not title or title.casefold() == top.casefold()):
-        title = title or top
         heads[0] = (1, heads[0][1], heads[0][2], None)  # the book's title, not a chapter: left out of the text
-    cuts: list[tuple[int, int, str | None]] = [(s, e, t) for _, s, e, t in heads]
-    source = "headings"
-    if not _chapters(cuts):
-        cuts = sorted([*cuts, *heading_cuts(body)], key=lambda c: c[0])
-        source = "heading lines" if _chapters(cuts) else "none"
-    return Book(title or Path(rel).stem, _str_meta(meta.get("author")), tuple(_sections(body, cuts, offset)),
+    else:
+        top = None
+    cuts: list[Cut] = [(s, e, t) for _, s, e, t in heads]
+    if _chapters(cuts):
+        return cuts, "headings", top
+    cuts = sorted([*cuts, *heading_cuts(body)], key=lambda c: c[0])
+    return cuts, "heading lines" if _chapters(cuts) else "none", top
+
+
+def chapter_cuts(text: str) -> list[Cut]:
+    """Where the chapters of a document's whole text start, found as the documents format finds them in a file: in
+    a Project Gutenberg text, heading lines between its START and END markers (none outside them); else Markdown
+    headings (a lone top `#` heading is the title), else heading lines; a table of contents is never cut at."""
+    bounds = gutenberg_bounds(text)
+    if bounds is None:
+        return markdown_chapters(text)[0]
+    start, end, _ = bounds
+    inside = [(a + start, b + start, t) for a, b, t in heading_cuts(text[start:end])]
+    return [*inside, (end, end, "")]  # the licence after the END marker is no chapter of the book
+
+
+def read_markdown(path: Path, rel: str) -> Book:
+    """A .md book: front matter title/author (else a lone top H1, which is then no chapter), chapters from
+    headings (markdown-it-py; every heading starts one)."""
+    text = _decode(_read(path, rel, MAX_TEXT_FILE_BYTES), rel)
+    meta, offset = _front_matter(text, rel)
+    body = text[offset:]
+    title = _str_meta(meta.get("title"))
+    cuts, source, top = markdown_chapters(body, title)
+    return Book(title or top or Path(rel).stem, _str_meta(meta.get("author")), tuple(_sections(body, cuts, offset)),
                 source)
 
 

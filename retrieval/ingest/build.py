@@ -13,16 +13,19 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.config import Settings
+from retrieval.curation.log import ReplayLine
+from retrieval.curation.replay import Replayed
 from retrieval.embedding import Embedder, load_embedder
-from retrieval.errors import IngestError, RetrievalError, StoreError
+from retrieval.errors import IngestError, RetrievalError, StoreError, excerpt
 from retrieval.graph import catalog
 from retrieval.graph.communities import Extras, chapter_names, compute_communities, save_extras
 from retrieval.graph.layout import Layout, compute_layout, save_layout
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
-from retrieval.ingest.load import default_name, load_data
+from retrieval.ingest.load import check_import_size, default_name, load_data
+from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
-from retrieval.ingest.write import entity_text, fill_version
+from retrieval.ingest.write import ReusingEmbedder, entity_text, fill_version, reusing_embedder
 from retrieval.models import Chunk, Community, Entity, GraphData, Relation
 from retrieval.stores.base import (
     StoreLocation,
@@ -41,6 +44,9 @@ class IngestReport:
     counts: dict[str, int]
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    replay: tuple[ReplayLine, ...] = ()  # what became of each curation of this graph name (re-import)
+    reused: int = 0  # texts whose vector came from the previous version
+    embedded: int = 0  # texts embedded
 
     @property
     def name(self) -> str:
@@ -53,11 +59,17 @@ class IngestReport:
     def summary(self) -> str:
         c = self.counts
         what = "unchanged" if self.unchanged else "built"
-        return (
-            f"{what} graph {self.name!r} version {self.version}: {c.get('books', 0)} books, "
+        text = (
+            f"{what} graph {excerpt(self.name)} version {self.version}: {c.get('books', 0)} books, "
             f"{c.get('chapters', 0)} chapters, {c.get('chunks', 0)} chunks, {c.get('entities', 0)} entities, "
             f"{c.get('relations', 0)} relations in {sum(self.seconds.values()):.1f} s"
         )
+        if self.reused:
+            text += f"; {self.reused} texts kept their vectors, {self.embedded} embedded"
+        for ln in self.replay:
+            text += f"\ncuration #{ln.changeset} {ln.status}" + (f" ({ln.reason})" if ln.reason else "") + \
+                f": {ln.summary}"
+        return text
 
 
 # --- validation and identity --------------------------------------------------------------------
@@ -87,7 +99,7 @@ def check_graph(data: GraphData) -> None:
             if not item.id or id_too_long(item.id):
                 raise IngestError(where, 0, f"{kind}[{i}].id", f"must be 1 to {MAX_ID_LEN} bytes of UTF-8")
             if item.id in seen:
-                raise IngestError(where, 0, f"{kind}[{i}].id", f"duplicate id {item.id!r}")
+                raise IngestError(where, 0, f"{kind}[{i}].id", f"duplicate id {excerpt(item.id)}")
             seen.add(item.id)
             for name, value in item:
                 if isinstance(value, str):
@@ -102,7 +114,7 @@ def check_graph(data: GraphData) -> None:
     for i, rel in enumerate(data.relations):
         for name, ref in (("source_id", rel.source_id), ("target_id", rel.target_id)):
             if ref not in entity_ids:
-                raise IngestError(where, 0, f"relations[{i}].{name}", f"unknown entity id {ref!r}")
+                raise IngestError(where, 0, f"relations[{i}].{name}", f"unknown entity id {excerpt(ref)}")
     referring: tuple[tuple[str, Sequence[Entity | Relation]], ...] = (
         ("entities", data.entities), ("relations", data.relations)
     )
@@ -110,7 +122,7 @@ def check_graph(data: GraphData) -> None:
         for i, node in enumerate(linked):
             for j, ref in enumerate(node.source_chunks):
                 if ref not in chunk_ids:
-                    raise IngestError(where, 0, f"{kind}[{i}].source_chunks[{j}]", f"unknown chunk id {ref!r}")
+                    raise IngestError(where, 0, f"{kind}[{i}].source_chunks[{j}]", f"unknown chunk id {excerpt(ref)}")
 
 
 def content_hash(data: GraphData, settings: Settings, embed_model: str) -> str:
@@ -173,13 +185,13 @@ def build_graph(
     data_dir = Path(settings.data_dir)
     warnings = tuple(data.warnings)
     with writer_lock(data_dir):
-        if name in catalog.list_graphs(data_dir):
-            live = catalog.resolve(data_dir, name)
-            if live.manifest.get("content_hash") == digest:
-                lost = lost_data(settings, live)
-                if not lost:
-                    return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings)
-                warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
+        live = catalog.resolve(data_dir, name) if name in catalog.list_graphs(data_dir) else None
+        if live is not None and live.manifest.get("content_hash") == digest:
+            lost = lost_data(settings, live)
+            if not lost:
+                return IngestReport(live, True, {**counts, **live.manifest.get("counts", {})}, seconds, warnings,
+                                    replay=in_force(data_dir, name, live.version))
+            warnings += (f"version {live.version} had the same input but lost data ({lost}); rebuilt it",)
         clean_abandoned(settings)
         version = f"{digest[:12]}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
         key = f"{name.replace('-', '_')}_{version.replace('-', '')}"
@@ -188,6 +200,10 @@ def build_graph(
         except OSError as exc:
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
+        reusing, why = reusing_embedder(settings, live, embedder)
+        if why:
+            warnings += (why,)
+        replayed: list[Replayed] = []
         try:
             catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
             t = time.perf_counter()
@@ -200,7 +216,10 @@ def build_graph(
             t = time.perf_counter()
             save_layout(build_dir, data_layout(data, communities, say))
             seconds["layout"] = time.perf_counter() - t
-            dim = fill_version(settings, data, location, embedder, progress, seconds, say)
+            dim = fill_version(settings, data, location, reusing, progress, seconds, say)
+            replayed = replay_log(settings, name, location, data, reusing, say, seconds)
+            if replayed:
+                counts.update(stored_counts(settings, location))
             manifest = {
                 "name": name,
                 "version": version,
@@ -225,11 +244,17 @@ def build_graph(
             discard(settings, location)
             if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
                 raise
-            raise StoreError(f"ingest of graph {name!r} failed, previous version kept: {exc}") from exc
+            raise StoreError(f"ingest of graph {excerpt(name)} failed, previous version kept: {exc}") from exc
+        finally:
+            if isinstance(reusing, ReusingEmbedder):
+                reusing.close()
+        lines = record_replay(data_dir, name, handle.version, replayed)
         t = time.perf_counter()
         retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
-    return IngestReport(handle, False, counts, seconds, warnings)
+    reused = reusing.reused if isinstance(reusing, ReusingEmbedder) else 0
+    embedded = reusing.embedded if isinstance(reusing, ReusingEmbedder) else 0
+    return IngestReport(handle, False, counts, seconds, warnings, replay=lines, reused=reused, embedded=embedded)
 
 
 # --- entry points -------------------------------------------------------------------------------
@@ -244,28 +269,33 @@ def ingest(
     embedder: Embedder | None = None,
     progress: bool = True,
     options: IngestOptions | None = None,
+    source: str = "",
+    web: bool = False,
 ) -> IngestReport:
     """Parse `path` and build it as graph `name` (default: the folder name); parse time is in `seconds`.
 
-    Without an embedder, the settings' model is loaded after parsing, so malformed input fails fast.
+    The name is checked before the input is read. Without an embedder, the settings' model is loaded after
+    parsing, so malformed input fails fast. `web`: an import through the app, held to KG_MAX_IMPORT_ITEMS.
+    `source`: what the manifest records as the input (default: the path).
     """
     path = Path(path)
+    name = catalog.check_name(name or default_name(path))
     t = time.perf_counter()
     options = options or IngestOptions()
     if options.settings is None:  # readers that extract (documents) need the key, cache dir and chunk sizes
         options = replace(options, settings=settings)
     data = load_data(path, fmt, options)
+    if web:
+        check_import_size(settings, data)
     before = {"parse": time.perf_counter() - t}
     if embedder is None:
         t = time.perf_counter()
         embedder = load_embedder(settings.embed_model)
         before["model"] = time.perf_counter() - t
     report = build_graph(
-        settings, data, name or default_name(path), embedder=embedder, progress=progress, source=str(path),
+        settings, data, name, embedder=embedder, progress=progress, source=source or str(path),
         report=options.progress if options is not None else None,
     )
-    return IngestReport(
-        report.handle, report.unchanged, report.counts, {**before, **report.seconds}, report.warnings
-    )
+    return replace(report, seconds={**before, **report.seconds})
 
 

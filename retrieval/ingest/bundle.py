@@ -11,7 +11,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import IngestError
+from retrieval.errors import IngestError, excerpt
 from retrieval.ingest import Format, IngestOptions
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
@@ -40,6 +40,15 @@ def check_text(value: str, file: str, line: int, field: str) -> str:
     if size > MAX_TEXT_BYTES:
         raise IngestError(file, line, field, f"{size} bytes of UTF-8; at most {MAX_TEXT_BYTES} can be stored")
     return value
+
+
+def check_name(value: str, file: str, line: int, field: str, limit: int) -> str:
+    """A name, type, relation type or attribute name: check_text, and at most `limit` characters
+    (KG_MAX_NAME_CHARS); the error quotes the first 200."""
+    if len(value) > limit:
+        raise IngestError(file, line, field, f"{len(value):,} characters; a name is at most {limit:,} "
+                                             f"(KG_MAX_NAME_CHARS): {excerpt(value)}")
+    return check_text(value, file, line, field)
 
 
 def id_too_long(value: str) -> bool:
@@ -138,16 +147,20 @@ class Line:
             try:
                 date.fromisoformat(value)
             except ValueError as exc:
-                raise self.fail(field, f"not an ISO-8601 date or time: {value!r}") from exc
+                raise self.fail(field, f"not an ISO-8601 date or time: {excerpt(value)}") from exc
         return value
 
-    def properties(self, field: str) -> dict[str, Any]:
+    def name(self, field: str, max_name: int, **kwargs: Any) -> str:
+        """A name, type or relation type: `text`, and at most `max_name` characters (KG_MAX_NAME_CHARS)."""
+        return check_name(self.text(field, **kwargs), self.file, self.line, field, max_name)
+
+    def properties(self, field: str, max_name: int) -> dict[str, Any]:
         if not self._present(field, False):
             return {}
         value = self.obj[field]
         if not isinstance(value, dict):
             raise self.fail(field, f"expected an object, got {_kind(value)}")
-        _check_nested(value, self, field)
+        _check_nested(value, self, field, max_name)
         return value
 
     def no_unknown(self, allowed: frozenset[str]) -> None:
@@ -162,19 +175,19 @@ def _kind(value: Any) -> str:
     )
 
 
-def _check_nested(value: Any, at: Line, field: str, depth: int = 1) -> None:
+def _check_nested(value: Any, at: Line, field: str, max_name: int, depth: int = 1) -> None:
     if depth > MAX_NESTING:
         raise at.fail(field, f"nested more than {MAX_NESTING} levels deep")
     if isinstance(value, str):
         check_text(value, at.file, at.line, field)
     elif isinstance(value, dict):
         for k, v in value.items():
-            check_text(k, at.file, at.line, f"{field}.{k}")
-            _check_nested(v, at, f"{field}.{k}", depth + 1)
+            check_name(k, at.file, at.line, f"{field}.{k}", max_name)  # a property key is an attribute name
+            _check_nested(v, at, f"{field}.{k}", max_name, depth + 1)
     elif isinstance(value, list):
         for i, v in enumerate(value):
             if not isinstance(v, int):  # ints (and booleans) need no check: skip the call for long int arrays
-                _check_nested(v, at, f"{field}[{i}]", depth + 1)
+                _check_nested(v, at, f"{field}[{i}]", max_name, depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
         raise at.fail(field, "must be a finite number")
 
@@ -233,7 +246,7 @@ def _read_documents(root: Path) -> dict[str, str] | None:
         title = ln.text("title", required=True, nonempty=True)
         ln.text("description")
         if title in authors:
-            raise ln.fail("title", f"duplicate book title {title!r}")
+            raise ln.fail("title", f"duplicate book title {excerpt(title)}")
         authors[title] = ln.text("author")
     return authors
 
@@ -246,12 +259,12 @@ def _read_chunks(root: Path, authors: dict[str, str] | None) -> tuple[list[Chunk
         ln.no_unknown(CHUNK_FIELDS)
         cid = ln.ident("id")
         if cid in seen:
-            raise ln.fail("id", f"duplicate chunk id {cid!r} (first on line {seen[cid]})")
+            raise ln.fail("id", f"duplicate chunk id {excerpt(cid)} (first on line {seen[cid]})")
         seen[cid] = ln.line
         text = ln.text("text", required=True)
         book = ln.text("original_document", required=True, nonempty=True)
         if authors is not None and book not in authors:
-            raise ln.fail("original_document", f"unknown book {book!r} (not in documents.jsonl)")
+            raise ln.fail("original_document", f"unknown book {excerpt(book)} (not in documents.jsonl)")
         position = ln.position("position")
         order = per_book.get(book, 0)
         per_book[book] = order + 1
@@ -273,7 +286,7 @@ def _read_chunks(root: Path, authors: dict[str, str] | None) -> tuple[list[Chunk
 def _check_refs(ln: Line, field: str, ids: list[str], known: dict[str, int], what: str) -> None:
     for i, ref in enumerate(ids):
         if ref not in known:
-            raise ln.fail(f"{field}[{i}]", f"unknown {what} id {ref!r}")
+            raise ln.fail(f"{field}[{i}]", f"unknown {what} id {excerpt(ref)}")
 
 
 def detect(path: Path) -> bool:
@@ -283,6 +296,7 @@ def detect(path: Path) -> bool:
 
 def load_bundle(path: str | Path, options: IngestOptions | None = None) -> GraphData:
     """Read and validate a native bundle; any malformed line raises IngestError(file, line, field, reason)."""
+    max_name = (options or IngestOptions()).max_name_chars
     root = Path(path)
     if not root.is_dir():
         raise IngestError(str(root), 0, "path", "not a directory (a bundle is a folder of JSONL files)")
@@ -295,20 +309,20 @@ def load_bundle(path: str | Path, options: IngestOptions | None = None) -> Graph
         ln.no_unknown(ENTITY_FIELDS)
         eid = ln.ident("id")
         if eid in entity_lines:
-            raise ln.fail("id", f"duplicate entity id {eid!r} (first on line {entity_lines[eid]})")
+            raise ln.fail("id", f"duplicate entity id {excerpt(eid)} (first on line {entity_lines[eid]})")
         entity_lines[eid] = ln.line
         own_chunks = ln.text_list("source_chunks", ids=True)
         _check_refs(ln, "source_chunks", own_chunks, chunk_lines, "chunk")
-        name = ln.text("name", required=True)
+        name = ln.name("name", max_name, required=True)
         description = ln.text("description")
         check_entity_size(ln, name, description)
         fields = {
             "id": eid,
             "name": name,
-            "type": ln.text("type", default="entity", nonempty=True),
+            "type": ln.name("type", max_name, default="entity", nonempty=True),
             "description": description,
-            "aliases": tuple(ln.text_list("aliases")),
-            "properties": ln.properties("properties"),
+            "aliases": tuple(check_name(a, ln.file, ln.line, "aliases", max_name) for a in ln.text_list("aliases")),
+            "properties": ln.properties("properties", max_name),
             "source_chunks": tuple(own_chunks),
         }
         entities.append((ln, fields))
@@ -321,15 +335,15 @@ def load_bundle(path: str | Path, options: IngestOptions | None = None) -> Graph
         dst = ln.ident("target_id")
         for field, ref in (("source_id", src), ("target_id", dst)):
             if ref not in entity_lines:
-                raise ln.fail(field, f"unknown entity id {ref!r}")
-        rtype = ln.text("relation_type", required=True, nonempty=True)
+                raise ln.fail(field, f"unknown entity id {excerpt(ref)}")
+        rtype = ln.name("relation_type", max_name, required=True, nonempty=True)
         rchunks = ln.text_list("source_chunks", ids=True)
         if not rchunks:
             raise ln.fail("source_chunks", "a relation needs at least one source chunk")
         _check_refs(ln, "source_chunks", rchunks, chunk_lines, "chunk")
         rid = ln.ident("id", required=False, default=relation_id(src, rtype, dst))
         if rid in relation_lines:
-            raise ln.fail("id", f"duplicate relation id {rid!r} (first on line {relation_lines[rid]})")
+            raise ln.fail("id", f"duplicate relation id {excerpt(rid)} (first on line {relation_lines[rid]})")
         relation_lines[rid] = ln.line
         relations.append(
             Relation(

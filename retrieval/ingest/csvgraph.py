@@ -21,9 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import IngestError
+from retrieval.errors import IngestError, excerpt
 from retrieval.ingest import Format, IngestOptions
-from retrieval.ingest.bundle import MAX_ID_LEN, Line, check_entity_size, check_text, id_too_long, relation_id
+from retrieval.ingest.bundle import (
+    MAX_ID_LEN,
+    Line,
+    check_entity_size,
+    check_name,
+    check_text,
+    id_too_long,
+    relation_id,
+)
 from retrieval.ingest.graphml import MAPPING_KEYS, MISSING_TYPE, RELATION_TYPE, dropped_note, weight_of
 from retrieval.models import Entity, GraphData, Relation
 
@@ -52,10 +60,12 @@ class Column:
     array: bool = False
 
 
-def parse_header(file: str, fields: list[str]) -> list[Column]:
-    """Neo4j admin-import header fields as columns; an unknown type is refused with the column named."""
+def parse_header(file: str, fields: list[str], max_name: int) -> list[Column]:
+    """Neo4j admin-import header fields as columns; an unknown type or an over-long name is refused with the
+    column named."""
     out = []
     for raw in fields:
+        check_name(raw, file, 1, "header", max_name)
         name, _, spec = raw.partition(":")
         spec = spec.strip()
         role, space, kind, array = "", "", "string", False
@@ -71,25 +81,28 @@ def parse_header(file: str, fields: list[str]) -> list[Column]:
             if kind.endswith("[]"):
                 kind, array = kind[:-2], True
             if kind not in _INTS | _FLOATS | _TEXT | {"boolean"}:
-                raise IngestError(file, 1, raw, f"unknown type {spec!r}")
+                raise IngestError(file, 1, raw, f"unknown type {excerpt(spec)}")
         out.append(Column(raw, name.strip(), role, space, kind, array))
     return out
 
 
-def _records(path: Path) -> Iterator[tuple[int, list[Column], list[str]]]:
-    """(start line, header columns, fields) of each record after the header; IngestError with the line."""
+def _records(path: Path, max_name: int) -> Iterator[tuple[int, list[Column], list[str]]]:
+    """(start line, header columns, fields) of each record after the header; IngestError with the line.
+
+    RFC 4180 strictly: a quote that is never closed is refused with the line its record starts on (the lenient
+    reader took the rest of the file as one field), as is text after a closing quote."""
     file = str(path)
     if not path.is_file():
         raise IngestError(file, 0, "file", "required file is missing")
+    start = 1
     try:
         with path.open("r", encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            start = 1
+            reader = csv.reader(fh, strict=True)
             try:
                 header = next(reader)
             except StopIteration:
                 raise IngestError(file, 1, "header", "empty file: expected a header line") from None
-            columns = parse_header(file, header)
+            columns = parse_header(file, header, max_name)
             start = reader.line_num + 1
             for fields in reader:
                 if fields and any(fields):
@@ -100,8 +113,14 @@ def _records(path: Path) -> Iterator[tuple[int, list[Column], list[str]]]:
                 start = reader.line_num + 1
     except UnicodeDecodeError as exc:
         raise IngestError(file, 0, "encoding", f"not valid UTF-8 at byte {exc.start}") from exc
-    except csv.Error as exc:  # e.g. a field past csv's size limit
-        raise IngestError(file, start, "csv", str(exc)) from exc
+    except csv.Error as exc:  # a field past csv's size limit, a quote never closed, text after a closing quote
+        why = str(exc)
+        if "unexpected end of data" in why:
+            why = "a quoted field opened in this record is never closed (unterminated quote)"
+        elif "expected after" in why:
+            why = (f"a quote in this record is followed by text ({why}): an unterminated quote that ran on to a "
+                   "later one, or a quote inside a field that is not doubled")
+        raise IngestError(file, start, "csv", why) from exc
 
 
 def _value(ln: Line, col: Column, raw: str) -> Any:
@@ -144,9 +163,9 @@ class _Row:
     special: dict[str, tuple[Column, str]]
 
 
-def _rows(path: Path) -> Iterator[_Row]:
+def _rows(path: Path, max_name: int) -> Iterator[_Row]:
     file = str(path)
-    for line, columns, fields in _records(path):
+    for line, columns, fields in _records(path, max_name):
         ln = Line(file, line, {})
         props: dict[str, Any] = {}
         special: dict[str, tuple[Column, str]] = {}
@@ -154,7 +173,9 @@ def _rows(path: Path) -> Iterator[_Row]:
             if col.role == "IGNORE":
                 continue
             if col.role:
-                special[col.role] = (col, check_text(raw, file, line, col.header))
+                named = col.role in ("LABEL", "TYPE")  # a type: at most max_name characters
+                special[col.role] = (col, check_name(raw, file, line, col.header, max_name) if named
+                                     else check_text(raw, file, line, col.header))
                 if col.role == "ID" and col.name:
                     props[col.name] = raw  # Neo4j keeps `name:ID` as a property too
                 continue
@@ -165,12 +186,15 @@ def _rows(path: Path) -> Iterator[_Row]:
         yield _Row(ln, props, special)
 
 
-def _text(row: _Row, column: str | None) -> str:
+def _text(row: _Row, column: str | None, max_name: int | None = None) -> str:
+    """The column's value as text (arrays joined); `max_name`: a name or type, at most that many characters."""
     if column is None or row.props.get(column) is None:
         return ""
     value = row.props[column]
     if isinstance(value, list):
         value = ARRAY_SEP.join(map(str, value))
+    if max_name is not None:
+        return check_name(str(value), row.ln.file, row.ln.line, column, max_name)
     return check_text(str(value), row.ln.file, row.ln.line, column)
 
 
@@ -190,7 +214,8 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
     if unknown:
         raise IngestError(str(root), 0, "mapping", f"unknown mapping {', '.join(unknown)}; valid: "
                           f"{', '.join(MAPPING_KEYS)}")
-    node_rows = list(_rows(root / NODES))
+    max_name = options.max_name_chars
+    node_rows = list(_rows(root / NODES, max_name))
     options.report(f"reading {NODES}", len(node_rows), len(node_rows))
     keys: dict[tuple[str, str], int] = {}
     spaces: dict[str, set[str]] = {}
@@ -201,7 +226,7 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
         if not value:
             raise row.ln.fail(col.header, "empty id")
         if (col.space, value) in keys:
-            raise row.ln.fail(col.header, f"duplicate id {value!r} (first on line {keys[(col.space, value)]})")
+            raise row.ln.fail(col.header, f"duplicate id {excerpt(value)} (first on line {keys[(col.space, value)]})")
         keys[(col.space, value)] = row.ln.line
         spaces.setdefault(value, set()).add(col.space)
 
@@ -220,8 +245,8 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
         desc_col = _pick(columns, mapping, "description", DESCRIPTION_COLUMNS)
         labels = [s for s in row.special.get("LABEL", (None, ""))[1].split(ARRAY_SEP) if s]
         type_col = mapping.get("type") or (None if labels else _pick(columns, mapping, "type", TYPE_COLUMNS))
-        etype = _text(row, type_col) if type_col else (labels[0] if labels else "")
-        name = _text(row, name_col) or value
+        etype = _text(row, type_col, max_name) if type_col else (labels[0] if labels else "")
+        name = _text(row, name_col, max_name) or value
         description = _text(row, desc_col)
         check_entity_size(row.ln, name, description, desc_col or "description")
         properties = {k: v for k, v in row.props.items() if k not in {name_col, desc_col, type_col}}
@@ -235,7 +260,7 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
     missing: set[str] = set()
     dropped: Counter[str] = Counter()
     count = 0
-    for row in _rows(root / RELATIONSHIPS):
+    for row in _rows(root / RELATIONSHIPS, max_name):
         count += 1
         ends = []
         for role in ("START_ID", "END_ID"):
@@ -251,7 +276,7 @@ def load_csv(path: str | Path, options: IngestOptions | None = None) -> GraphDat
             ends.append(eid)
         columns = [c for c, _ in row.special.values()] + [Column(k, k) for k in row.props]
         type_col = mapping.get("relation_type")
-        rtype = _text(row, type_col) if type_col else row.special.get("TYPE", (None, ""))[1]
+        rtype = _text(row, type_col, max_name) if type_col else row.special.get("TYPE", (None, ""))[1]
         rtype = rtype or RELATION_TYPE
         weight_col = _pick(columns, mapping, "weight", WEIGHT_COLUMNS)
         desc_col = _pick(columns, mapping, "description", DESCRIPTION_COLUMNS)

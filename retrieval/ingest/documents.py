@@ -188,6 +188,9 @@ def load_documents(path: str | Path, options: IngestOptions | None = None) -> Gr
         titles.setdefault(book.title, []).append(rel)
         chunks.extend(own)
     options.report("reading", len(files), len(files))
+    if not chunks:  # nothing to build: a graph of no books would be committed
+        raise IngestError(str(root), 0, "path", f"none of the {len(files)} documents holds any text: "
+                                                f"{_names(empty)}")
 
     extractor, which = extractor_for(options.settings)
     inputs = [ChunkInput(c.id, c.text, c.original_document, c.chapter) for c in chunks]

@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import IngestError
+from retrieval.config import Settings
+from retrieval.errors import IngestError, excerpt
 from retrieval.ingest import Format, IngestOptions
 from retrieval.ingest.bundle import (
     MAX_ID_LEN,
     MAX_TEXT_BYTES,
     Line,
     check_entity_size,
+    check_name,
     check_text,
     id_too_long,
     relation_id,
@@ -46,6 +48,10 @@ MAPPING_KEYS = ("name", "type", "description", "relation_type", "weight")
 _ELEMENT_ATTRS = {"id", "source", "target", "directed", "sourceport", "targetport"}
 _MAX_VALUE_CHARS = 4 * MAX_TEXT_BYTES  # a data value is refused past this while it is still being read
 _READ = 1 << 20
+# expat holds a whole tag (with its attributes), comment or processing instruction in memory before it reports
+# it: a 200 MB attr.name took 46 s and 1.7 GB. Markup that runs on this far past the last event is refused
+# while the file is read (text between tags is reported as it streams, and capped by _MAX_VALUE_CHARS).
+MAX_MARKUP_BYTES = 1 << 20
 
 
 def _local(tag: str) -> str:
@@ -92,8 +98,10 @@ class _Key:
 class _Handler:
     """expat target: builds nodes and edges as elements close, recording the line each one starts on."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, max_name: int) -> None:
         self.file = file
+        self.max_name = max_name
+        self.mark = 0  # byte offset of the last event: how far the parser has got
         self.expat: Any = None
         self.out = ParsedGraphML()
         self.keys: dict[tuple[str, str], _Key] = {}  # (for, id) -> key; for = node | edge | all
@@ -114,17 +122,25 @@ class _Handler:
     def fail(self, field: str, reason: str, line: int | None = None) -> IngestError:
         return IngestError(self.file, self.line() if line is None else line, field, reason)
 
+    def moved(self) -> None:
+        self.mark = int(self.expat.CurrentByteIndex) if self.expat is not None else 0
+
     def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.moved()
         name = _local(tag)
         self.stack.append(name)
+        for attr in attrib:  # XML attribute names, and attribute names declared by <key attr.name=...>
+            check_name(_local(attr), self.file, self.line(), f"{name} attribute", self.max_name)
         if name == "key":
             kid = attrib.get("id", "")
             self.key_id = kid
             self.key_line = self.line()
+            check_name(attrib.get("attr.name", ""), self.file, self.key_line, "key.attr.name", self.max_name)
+            check_name(kid, self.file, self.key_line, "key.id", self.max_name)
             self.key = _Key(attrib.get("attr.name") or kid, attrib.get("attr.type", "string"),
                             is_list="attr.list" in attrib, graphics="yfiles.type" in attrib)
             if self.key.kind not in _CASTS:
-                raise self.fail("key", f"unknown attr.type {self.key.kind!r}")
+                raise self.fail("key", f"unknown attr.type {excerpt(self.key.kind)}")
             self.keys[(attrib.get("for", "all"), kid)] = self.key
             self.text = []
         elif name == "graph":
@@ -152,6 +168,7 @@ class _Handler:
             self.text, self.size = [], 0
 
     def data(self, text: str) -> None:
+        self.moved()
         target = self.label if self.label is not None else self.text
         if self.stack and self.stack[-1] in ("data", "default", "NodeLabel", "EdgeLabel"):
             self.size += len(text)
@@ -160,6 +177,7 @@ class _Handler:
             target.append(text)
 
     def end(self, tag: str) -> None:
+        self.moved()
         name = _local(tag)
         self.stack.pop()
         if name == "default" and self.key is not None:
@@ -173,7 +191,7 @@ class _Handler:
         elif name == "data" and self.item is not None:
             key = self.keys.get((self.kind, self.key_id)) or self.keys.get(("all", self.key_id))
             if key is None:
-                raise self.fail("data", f"undeclared key {self.key_id!r}")
+                raise self.fail("data", f"undeclared key {excerpt(self.key_id)}")
             if key.graphics:
                 return
             if (self.text and "".join(self.text).strip()) or key.kind == "string":
@@ -206,21 +224,27 @@ class _Handler:
         return None
 
 
-def parse_graphml(path: Path) -> ParsedGraphML:
-    """Stream-parse a GraphML file safely (defusedxml, DTDs forbidden); IngestError with the line on failure."""
+def parse_graphml(path: Path, max_name: int | None = None) -> ParsedGraphML:
+    """Stream-parse a GraphML file safely (defusedxml, DTDs forbidden; markup and values bounded while read, names
+    at most `max_name` characters); IngestError with the line on failure."""
     from xml.etree.ElementTree import ParseError
 
     from defusedxml import DefusedXmlException
     from defusedxml.ElementTree import DefusedXMLParser
 
     file = str(path)
-    handler = _Handler(file)
+    handler = _Handler(file, max_name or Settings().max_name_chars)
     parser = DefusedXMLParser(target=handler, forbid_dtd=True)
     handler.expat = parser.parser
     try:
         with path.open("rb") as fh:
+            read = 0
             for block in iter(lambda: fh.read(_READ), b""):
                 parser.feed(block)
+                read += len(block)
+                if read - handler.mark > MAX_MARKUP_BYTES:
+                    raise IngestError(file, handler.line(), "xml", f"a tag, comment or other markup runs past "
+                                                                   f"{MAX_MARKUP_BYTES:,} bytes")
         parser.close()
     except ParseError as exc:
         line = exc.position[0] if getattr(exc, "position", None) else handler.line()
@@ -291,7 +315,7 @@ def node_type(attr: str | None, raw: str) -> tuple[str, list[str]]:
     return raw, []
 
 
-def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> GraphData:
+def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str], max_name: int) -> GraphData:
     """Entities and relations from parsed GraphML under the attribute mapping (see the module docstring)."""
     unknown = sorted(set(mapping) - set(MAPPING_KEYS))
     if unknown:
@@ -303,12 +327,13 @@ def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> 
             raise ln.fail("node.id", f"id longer than {MAX_ID_LEN} bytes of UTF-8")
         check_text(node.id, file, node.line, "node.id")
         if node.id in entities:
-            raise ln.fail("node.id", f"duplicate node id {node.id!r}")
+            raise ln.fail("node.id", f"duplicate node id {excerpt(node.id)}")
         name_attr = _first(node.attrs, mapping, "name", NAME_ATTRS)
         type_attr = _first(node.attrs, mapping, "type", TYPE_ATTRS)
         desc_attr = _first(node.attrs, mapping, "description", DESCRIPTION_ATTRS)
-        name = _as_text(ln, name_attr) or node.id
-        etype, labels = node_type(type_attr, _as_text(ln, type_attr))
+        name = check_name(_as_text(ln, name_attr), file, node.line, f"data[{name_attr}]", max_name) or node.id
+        etype, labels = node_type(type_attr, check_name(_as_text(ln, type_attr), file, node.line,
+                                                        f"data[{type_attr}]", max_name))
         description = _as_text(ln, desc_attr)
         check_entity_size(ln, name, description, f"data[{desc_attr}]")
         properties = {k: v for k, v in node.attrs.items() if k not in {name_attr, desc_attr}
@@ -333,7 +358,7 @@ def graph_data(parsed: ParsedGraphML, file: str, mapping: Mapping[str, str]) -> 
                 missing.add(ref)
                 entities[ref] = Entity(id=ref, name=ref, type=MISSING_TYPE)
         type_attr = _first(edge.attrs, mapping, "relation_type", RELATION_TYPE_ATTRS)
-        rtype = _as_text(ln, type_attr) or RELATION_TYPE
+        rtype = check_name(_as_text(ln, type_attr), file, edge.line, f"data[{type_attr}]", max_name) or RELATION_TYPE
         weight_attr = _first(edge.attrs, mapping, "weight", WEIGHT_ATTRS)
         weight = weight_of(ln, weight_attr)
         desc_attr = _first(edge.attrs, mapping, "description", DESCRIPTION_ATTRS)
@@ -377,9 +402,9 @@ def load_graphml(path: str | Path, options: IngestOptions | None = None) -> Grap
             raise IngestError(str(root), 0, "path", f"expected exactly one .graphml file, found {found}")
         root = files[0]
     options.report(f"reading {root.name}", 0, 1)
-    parsed = parse_graphml(root)
+    parsed = parse_graphml(root, options.max_name_chars)
     options.report(f"reading {root.name}", 1, 1)
-    return graph_data(parsed, str(root), options.mapping)
+    return graph_data(parsed, str(root), options.mapping, options.max_name_chars)
 
 
 FORMAT = Format(detect, load_graphml)

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import IngestError
+from retrieval.errors import IngestError, excerpt
 from retrieval.ingest import Format, IngestOptions
+from retrieval.ingest.books import untitled_note
 from retrieval.ingest.bundle import MAX_ID_LEN, Line, check_entity_size, id_too_long, merge_chunks
 from retrieval.ingest.headings import chapters
 from retrieval.models import Chunk, Claim, Community, Entity, Finding, GraphData, Relation
@@ -131,6 +132,7 @@ class _Build:
     by_title: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     unknown_refs: int = 0
+    max_name: int = 65_535  # KG_MAX_NAME_CHARS
 
     def known_chunks(self, refs: Sequence[str]) -> tuple[str, ...]:
         kept = tuple(r for r in refs if r in self.chunk_ids)
@@ -138,25 +140,48 @@ class _Build:
         return kept
 
 
-def _chunks(docs: _Table, units: _Table) -> list[Chunk]:
-    """Text units as chunks: book = document title, position = order in the document, chapter = heading."""
+def metadata_lines(document: dict[str, Any]) -> tuple[str, ...]:
+    """The lines GraphRAG's `prepend_metadata` may put before a chunk of this document: `field: value.` for each of
+    its scalar fields (graphrag_chunking's add_metadata, line delimiter `.\n`)."""
+    return tuple(f"{k}: {v}.\n" for k, v in document.items() if isinstance(v, str | int | float) and str(v).strip()
+                 and "\n" not in str(v))
+
+
+def strip_metadata(text: str, lines: Sequence[str]) -> str:
+    """`text` without the leading metadata lines (`title: book.txt.`) GraphRAG prepended: they are not the book's."""
+    while True:
+        head = next((line for line in lines if text.startswith(line)), None)
+        if head is None:
+            return text
+        text = text[len(head):]
+
+
+def _chunks(docs: _Table, units: _Table, b: _Build) -> list[Chunk]:
+    """Text units as chunks: book = document title, position = order in the document, chapter = heading; the text
+    without the metadata lines GraphRAG may prepend to it."""
     text_col = docs.pick("text", "raw_content")
-    documents: dict[str, tuple[str, str, list[str]]] = {}
+    documents: dict[str, tuple[str, str, list[str], tuple[str, ...]]] = {}
+    untitled = []
     for ln in docs.rows:
         did = ln.ident("id")
         if did in documents:
-            raise ln.fail("id", f"duplicate document id {did!r}")
+            raise ln.fail("id", f"duplicate document id {excerpt(did)}")
         title = ln.text("title") or did
+        if not ln.text("title"):
+            untitled.append(did)
         text = ln.obj.get(text_col)
         if text is not None and not isinstance(text, str):
             raise ln.fail(text_col, "expected a string")
-        documents[did] = (title, text or "", ln.text_list("text_unit_ids", ids=True))
+        documents[did] = (title, text or "", ln.text_list("text_unit_ids", ids=True),
+                          metadata_lines({k: v for k, v in ln.obj.items() if k != text_col}))
+    if untitled:
+        b.warnings.append(untitled_note(untitled, "the documents table gives them no title"))
     doc_col = units.pick("document_id", "document_ids")
     unit_rows: dict[str, tuple[Line, str]] = {}
     for ln in units.rows:
         uid = ln.ident("id")
         if uid in unit_rows:
-            raise ln.fail("id", f"duplicate text unit id {uid!r}")
+            raise ln.fail("id", f"duplicate text unit id {excerpt(uid)}")
         refs = ln.text_list(doc_col, ids=True) if isinstance(ln.obj.get(doc_col), list) else [ln.ident(doc_col)]
         if not refs or refs[0] not in documents:
             raise ln.fail(doc_col, f"unknown document id {(refs or [''])[0]!r}")
@@ -166,11 +191,11 @@ def _chunks(docs: _Table, units: _Table) -> list[Chunk]:
     for uid, (_, did) in unit_rows.items():
         by_doc.setdefault(did, []).append(uid)
     out: list[Chunk] = []
-    for did, (title, text, listed) in documents.items():
+    for did, (title, text, listed, prefix) in documents.items():
         # the document's own order first; units that name the document without being listed follow
         mine = list(dict.fromkeys([u for u in listed if u in unit_rows and unit_rows[u][1] == did]
                                   + by_doc.get(did, [])))
-        texts = [unit_rows[u][0].text("text") for u in mine]
+        texts = [strip_metadata(unit_rows[u][0].text("text"), prefix) for u in mine]
         for position, (uid, unit_text, chapter) in enumerate(zip(mine, texts, chapters(text, texts), strict=True)):
             ln = unit_rows[uid][0]
             hrid = ln.obj.get("human_readable_id")
@@ -185,15 +210,15 @@ def _entities(table: _Table, b: _Build) -> None:
     for ln in table.rows:
         eid = ln.ident("id")
         if eid in b.entities:
-            raise ln.fail("id", f"duplicate entity id {eid!r}")
-        title = ln.text(title_col, required=True, nonempty=True)
+            raise ln.fail("id", f"duplicate entity id {excerpt(eid)}")
+        title = ln.name(title_col, b.max_name, required=True, nonempty=True)
         if title in b.by_title:
-            raise ln.fail(title_col, f"duplicate entity title {title!r} (relationships name entities by title)")
+            raise ln.fail(title_col, f"duplicate entity title {excerpt(title)} (relationships name entities by title)")
         description = ln.text("description")
         check_entity_size(ln, title, description)
         b.by_title[title] = eid
         b.entities[eid] = Entity(
-            id=eid, name=title, type=ln.text("type") or "entity", description=description,
+            id=eid, name=title, type=ln.name("type", b.max_name) or "entity", description=description,
             source_chunks=b.known_chunks(ln.text_list("text_unit_ids", ids=True)),
         )
 
@@ -212,12 +237,12 @@ def _relations(table: _Table, b: _Build) -> list[Relation]:
     for ln in table.rows:
         rid = ln.ident("id")
         if rid in seen:
-            raise ln.fail("id", f"duplicate relationship id {rid!r}")
+            raise ln.fail("id", f"duplicate relationship id {excerpt(rid)}")
         seen.add(rid)
         ends = []
         chunks = b.known_chunks(ln.text_list("text_unit_ids", ids=True))
         for column in ("source", "target"):
-            title = ln.text(column, required=True, nonempty=True)
+            title = ln.name(column, b.max_name, required=True, nonempty=True)
             if title not in b.by_title:
                 missing.setdefault(title, [])
                 if id_too_long(title):
@@ -272,7 +297,7 @@ def _communities(tables: dict[str, _Table | None], b: _Build, relation_ids: set[
         for ln in comms.rows:
             cid = _key(ln, key_col)
             found[cid] = {
-                "level": int(ln.number("level", 0)), "parent": _optional_key(ln, "parent"),
+                "at": ln, "level": _level(ln), "parent": _optional_key(ln, "parent"),
                 "children": _keys(ln, "children"), "title": ln.text("title"),
                 "entity_ids": ln.text_list("entity_ids", ids=True),
                 "relation_ids": ln.text_list("relationship_ids", ids=True),
@@ -282,7 +307,7 @@ def _communities(tables: dict[str, _Table | None], b: _Build, relation_ids: set[
         explain = reports.pick("rating_explanation", "rank_explanation")
         for ln in reports.rows:
             cid = _key(ln, "community")
-            row = found.setdefault(cid, {"level": int(ln.number("level", 0)), "parent": _optional_key(ln, "parent"),
+            row = found.setdefault(cid, {"at": ln, "level": _level(ln), "parent": _optional_key(ln, "parent"),
                                          "children": _keys(ln, "children"), "entity_ids": [], "relation_ids": [],
                                          "chunk_ids": []})
             row.update(title=ln.text("title") or row.get("title", ""), summary=ln.text("summary"),
@@ -290,6 +315,7 @@ def _communities(tables: dict[str, _Table | None], b: _Build, relation_ids: set[
                        findings=_findings(ln, "findings"))
     if nodes is not None:  # pre-1.0 layout: members per (community, level) in create_final_nodes
         _members_from_nodes(nodes, found, b)
+    _check_parents(found)
     dropped = 0
     out = []
     for cid, row in found.items():
@@ -311,6 +337,32 @@ def _communities(tables: dict[str, _Table | None], b: _Build, relation_ids: set[
     return tuple(out)
 
 
+def _level(ln: Line) -> int:
+    """A community's level: a whole number from 0 (the root level)."""
+    level = ln.number("level", 0)
+    if level < 0 or level != int(level):
+        raise ln.fail("level", f"a community level is a whole number from 0, got {level:g}")
+    return int(level)
+
+
+def _check_parents(found: dict[str, dict[str, Any]]) -> None:
+    """Refuse parents that form a cycle (a community that is its own ancestor), naming the row that closes it."""
+    done: set[str] = set()
+    for start in found:
+        path: list[str] = []
+        cid: str | None = start
+        while cid is not None and cid in found and cid not in done:
+            if cid in path:
+                cycle = path[path.index(cid):] + [cid]
+                at = found[path[-1]].get("at")
+                shown = " -> ".join(cycle[:12]) + (" -> …" if len(cycle) > 12 else "")
+                raise IngestError(at.file if at else "communities", at.line if at else 0, "parent",
+                                  f"community parents form a cycle: {shown}")
+            path.append(cid)
+            cid = found[cid]["parent"]
+        done.update(path)
+
+
 def _members_from_nodes(nodes: _Table, found: dict[str, dict[str, Any]], b: _Build) -> None:
     """Fill entity members (and parents) from the legacy per-level node table (node id or title -> entity)."""
     per_level: dict[tuple[str, int], str] = {}  # (entity id, level) -> community
@@ -320,13 +372,13 @@ def _members_from_nodes(nodes: _Table, found: dict[str, dict[str, Any]], b: _Bui
         cid = _key(ln, "community")
         if cid == "-1":
             continue
-        level = int(ln.number("level", 0))
+        level = _level(ln)
         nid = ln.text("id")
         eid = nid if nid in b.entities else b.by_title.get(ln.text("title"), "")
         if not eid:
             continue
         per_level[(eid, level)] = cid
-        row = found.setdefault(cid, {"level": level, "parent": None, "children": [], "entity_ids": [],
+        row = found.setdefault(cid, {"at": ln, "level": level, "parent": None, "children": [], "entity_ids": [],
                                      "relation_ids": [], "chunk_ids": []})
         row["entity_ids"].append(eid)  # repeats are dropped when the Community is made (dict.fromkeys)
     for cid, row in found.items():
@@ -373,10 +425,10 @@ def load_graphrag(path: str | Path, options: IngestOptions | None = None) -> Gra
         raise IngestError(str(root), 0, "path", "not a directory (a GraphRAG output folder)")
     names = layout(root)
     tables = {t: _read(root, stem, t in REQUIRED, options) for t, stem in names.items()}
-    b = _Build()
+    b = _Build(max_name=options.max_name_chars)
     docs, units, ents, rels = (tables[t] for t in REQUIRED)
     assert docs and units and ents and rels  # required tables raise when missing
-    chunks = _chunks(docs, units)
+    chunks = _chunks(docs, units, b)
     b.chunk_ids = {c.id for c in chunks}
     _entities(ents, b)
     relations = _relations(rels, b)

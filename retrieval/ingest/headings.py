@@ -1,8 +1,10 @@
-"""Chapters of chunks taken from a document: the Markdown heading in force where a chunk's text starts.
+"""Chapters of chunks taken from a document: the chapter in force where a chunk's text starts.
 
-Shared by the readers of formats whose chunks come from documents they also hold (GraphRAG, LightRAG).
-A chunk that opens with headings belongs to the last of them (its text starts below them); a heading later in
-the chunk starts the next chunk's chapter, not this one's.
+Shared by the readers of formats whose chunks come from documents they also hold (GraphRAG, LightRAG). The chapters
+of a document's text are found as the documents format finds them in a file (`books.chapter_cuts`: Markdown
+headings, else heading lines such as `CHAPTER I.` or `STAVE ONE`, a table of contents skipped, a Gutenberg licence
+left out). A chunk that opens with headings belongs to the last of them (its text starts below them); a heading
+later in the chunk starts the next chunk's chapter, not this one's.
 """
 
 from __future__ import annotations
@@ -11,31 +13,24 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
-# ATX headings (`#` to `######`), outside fenced code blocks; the closing #s are not part of the title.
+from retrieval.ingest.books import chapter_cuts
+
+# ATX headings (`#` to `######`): a chunk that opens with them starts below them
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _LOCATE_PREFIX = 200  # characters of a chunk looked for in its document when the whole chunk is not found
 
 
-def headings(text: str) -> list[tuple[int, str]]:
-    """(offset, title) of each Markdown heading line of `text`, in order."""
+def chapter_marks(text: str) -> list[tuple[int, str]]:
+    """(offset, chapter) from each cut of `text` on: a left-out span (a table of contents, the book's title) keeps
+    the chapter before it."""
     out: list[tuple[int, str]] = []
-    offset = 0
-    fenced = False
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\r\n")
-        if _FENCE.match(bare):
-            fenced = not fenced
-        elif not fenced:
-            m = _HEADING.match(bare)
-            if m:
-                out.append((offset, m.group(2).strip()))
-        offset += len(line)
+    for start, _, title in chapter_cuts(text):
+        out.append((start, title if title is not None else (out[-1][1] if out else "")))
     return out
 
 
 def body_start(text: str) -> int:
-    """Offset of the first line of `text` that is neither blank nor a heading (len(text) if none)."""
+    """Offset of the first line of `text` that is neither blank nor a Markdown heading (len(text) if none)."""
     offset = 0
     for line in text.splitlines(keepends=True):
         bare = line.rstrip("\r\n")
@@ -45,10 +40,10 @@ def body_start(text: str) -> int:
     return offset
 
 
-def chapter_at(heads: Sequence[tuple[int, str]], offset: int) -> str:
-    """The title of the last heading at or before `offset` ('' before the first)."""
-    i = bisect_right(heads, offset, key=lambda h: h[0])
-    return heads[i - 1][1] if i else ""
+def chapter_at(marks: Sequence[tuple[int, str]], offset: int) -> str:
+    """The chapter of the last mark at or before `offset` ('' before the first)."""
+    i = bisect_right(marks, offset, key=lambda h: h[0])
+    return marks[i - 1][1] if i else ""
 
 
 def locate(document: str, chunks: Sequence[str]) -> list[int | None]:
@@ -74,12 +69,12 @@ def chapters(document: str | None, chunks: Sequence[str]) -> list[str]:
     With the document's text, each chunk is located in it; without it (or where a chunk is not found), the
     chunks themselves, joined in order, stand for the document.
     """
-    doc_heads = headings(document) if document else []
+    doc_marks = chapter_marks(document) if document else []
     found = locate(document, chunks) if document else [None] * len(chunks)
-    joined_heads: list[tuple[int, str]] = []
+    joined_marks: list[tuple[int, str]] = []
     starts_joined: list[int] = []
     if None in found:  # only then do the chunks, joined in order, stand for the document
-        joined_heads = headings("\n".join(chunks))
+        joined_marks = chapter_marks("\n".join(chunks))
         pos = 0
         for text in chunks:
             starts_joined.append(pos)
@@ -89,7 +84,7 @@ def chapters(document: str | None, chunks: Sequence[str]) -> list[str]:
         skip = body_start(text)
         at = found[i]
         if at is not None:
-            out.append(chapter_at(doc_heads, at + skip))
+            out.append(chapter_at(doc_marks, at + skip))
         else:
-            out.append(chapter_at(joined_heads, starts_joined[i] + skip))
+            out.append(chapter_at(joined_marks, starts_joined[i] + skip))
     return out

@@ -15,7 +15,7 @@ from typing import Any
 
 from retrieval.errors import IngestError
 from retrieval.ingest import Format, IngestOptions
-from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long, relation_id
+from retrieval.ingest.bundle import MAX_ID_LEN, check_name, check_text, id_too_long, relation_id
 from retrieval.models import Chunk, Entity, GraphData, Relation
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9 ]")
@@ -81,6 +81,7 @@ def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> Gra
     counted in `GraphData.warnings`. Duplicate triples (after normalisation) merge their source chunks.
     Errors in the files raise IngestError; line 0 means "this file", the field gives the JSON path.
     """
+    max_name = (options or IngestOptions()).max_name_chars
     root = Path(path)
     if not root.is_dir():
         raise IngestError(str(root), 0, "path", "not a directory (expected a corpus JSON + openie_*.json)")
@@ -131,7 +132,7 @@ def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> Gra
         for j, phrase in enumerate(ents):
             if not isinstance(phrase, str):
                 raise IngestError(ofile, 0, f"{at}.extracted_entities[{j}]", "expected a string")
-            check_text(phrase, ofile, 0, f"{at}.extracted_entities[{j}]")
+            check_name(phrase, ofile, 0, f"{at}.extracted_entities[{j}]", max_name)
             if mention(phrase, cid) is None:
                 empty_phrases += 1
         for j, triple in enumerate(trips):
@@ -141,7 +142,7 @@ def load_hipporag(path: str | Path, options: IngestOptions | None = None) -> Gra
                 first_bad = first_bad or where
                 continue
             for k, part in enumerate(triple):
-                check_text(part, ofile, 0, f"{where}[{k}]")
+                check_name(part, ofile, 0, f"{where}[{k}]", max_name)
             subj, pred, obj = triple
             rtype = relation_type_of(pred)
             skey = normalise_phrase(subj)

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from retrieval.config import Settings
-from retrieval.errors import RetrievalError, StoreError
+from retrieval.errors import NotFoundError, RetrievalError, StoreError
 from retrieval.graph import catalog
 from retrieval.stores.base import (
     CHUNKS,
@@ -22,6 +22,7 @@ from retrieval.stores.base import (
     open_graph_store,
     open_vector_store,
 )
+from retrieval.stores.kuzu_console import drop_copy
 
 KEEP_PREVIOUS = 1  # versions kept besides the live one, for readers that still have them open
 
@@ -119,14 +120,17 @@ def retire(settings: Settings, name: str) -> list[str]:
     mine = catalog.stale_versions(settings.data_dir, name)
     # Version ids end in their UTC build time; the directory's mtime breaks same-second ties.
     mine.sort(key=lambda p: (p.name.rsplit("-", 1)[-1], p.stat().st_mtime_ns), reverse=True)
-    removed = []
-    for path in mine[KEEP_PREVIOUS:]:
-        manifest = path / catalog.MANIFEST
-        if manifest.is_file():
-            drop_location(settings, StoreLocation(dir=path, key=json.loads(manifest.read_text())["key"]))
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path.name)
-    return removed
+    return [remove_version(settings, path) for path in mine[KEEP_PREVIOUS:]]
+
+
+def remove_version(settings: Settings, path: Path) -> str:
+    """Delete one version directory, its server-side data and the Query console's copy of it; returns its name."""
+    manifest = path / catalog.MANIFEST
+    if manifest.is_file():
+        drop_location(settings, StoreLocation(dir=path, key=json.loads(manifest.read_text())["key"]))
+    shutil.rmtree(path, ignore_errors=True)
+    drop_copy(settings, path)  # the Query console's copy of it, if it made one
+    return path.name
 
 
 def discard(settings: Settings, location: StoreLocation) -> None:
@@ -136,3 +140,24 @@ def discard(settings: Settings, location: StoreLocation) -> None:
         # Keep the build directory: its build.json names the server key, which the next ingest drops.
         return
     catalog.discard_build(location.dir)
+
+
+def delete_graph(settings: Settings, name: str) -> list[str]:
+    """Remove graph `name`: unlisted first (its link goes in one unlink, so readers see it or nothing), then every
+    version of it and their server-side data; the active marker moves to the first graph left. Returns the
+    version directories removed. Its few-shot examples stay (they belong to the name, as across re-ingests)."""
+    catalog.check_name(name)
+    data_dir = settings.data_dir
+    with writer_lock(data_dir):
+        link = data_dir / "graphs" / name
+        if not link.is_symlink():
+            raise NotFoundError(f"no graph named {name!r} in {data_dir}")
+        link.unlink()
+        marker = data_dir / "active"
+        if marker.is_file() and marker.read_text(encoding="utf-8").strip() == name:
+            left = catalog.list_graphs(data_dir)
+            if left:
+                catalog.set_active(data_dir, left[0])
+            else:
+                marker.unlink()
+        return [remove_version(settings, path) for path in catalog.stale_versions(data_dir, name)]

@@ -3,6 +3,7 @@ and the BM25 index."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -12,9 +13,10 @@ from tqdm import tqdm
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
+from retrieval.errors import RetrievalError
 from retrieval.graph import bm25
 from retrieval.ingest import ProgressFn
-from retrieval.models import Chunk, Entity, GraphData, Relation
+from retrieval.models import Chunk, GraphData
 from retrieval.stores.base import (
     CHUNKS,
     ENTITIES,
@@ -25,6 +27,7 @@ from retrieval.stores.base import (
     open_graph_store,
     open_vector_store,
 )
+from retrieval.stores.rows import chunk_row, entity_row, entity_text, relation_row, relation_text
 
 EMBED_BATCH = 1024  # texts per embedder call (one progress step)
 
@@ -37,45 +40,6 @@ def _groups(n: int, texts: Sequence[str], size: int) -> Iterator[list[int]]:
     order = sorted(range(n), key=lambda i: -len(texts[i]))
     for start in range(0, n, size):
         yield order[start : start + size]
-
-
-def entity_text(entity: Entity) -> str:
-    """What the Entities collection embeds: `name: description` (name alone without a description)."""
-    return f"{entity.name}: {entity.description}" if entity.description else entity.name
-
-
-def relation_text(relation: Relation, names: dict[str, str]) -> str:
-    """The relation's sentence; without one, `source TYPE target` from the entity names."""
-    if relation.description:
-        return relation.description
-    return f"{names.get(relation.source_id, relation.source_id)} {relation.relation_type} " \
-        f"{names.get(relation.target_id, relation.target_id)}"
-
-
-def entity_row(e: Entity, text: str) -> dict[str, Any]:
-    return {"id": e.id, "name": e.name, "type": e.type, "text": text}
-
-
-def relation_row(r: Relation, text: str) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "text": text,
-        "source_id": r.source_id,
-        "target_id": r.target_id,
-        "relation_type": r.relation_type,
-    }
-
-
-def chunk_row(c: Chunk) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "text": c.text,
-        "source": c.source,
-        "original_document": c.original_document,
-        "chapter": c.chapter,
-        "author": c.author,
-        "position": c.position,
-    }
 
 
 def embed_into(
@@ -175,3 +139,83 @@ def fill_version(
         for store in (vectors, graph):
             if store is not None:
                 store.close()
+
+
+READ_BATCH = 1_000  # ids per payload read of the previous version
+
+
+class ReusingEmbedder:
+    """An embedder that takes the vector of a text the live version of the same graph already holds (same
+    embedding model, text matched by its sha256), and embeds only the others: a re-import of a slightly changed
+    graph costs its changed texts. State (the previous version's hash table, counts) is real, hence a class."""
+
+    def __init__(self, embedder: Embedder, graph: GraphStore, vectors: VectorStore, chunk_ids: Sequence[str]) -> None:
+        self.embedder = embedder
+        self.name, self.dim = embedder.name, embedder.dim
+        self._graph, self._vectors, self._chunk_ids = graph, vectors, chunk_ids
+        self._table: dict[bytes, tuple[str, str]] | None = None
+        self.reused = 0
+        self.embedded = 0
+
+    @staticmethod
+    def _hash(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def _build(self) -> dict[bytes, tuple[str, str]]:
+        """sha256(text) -> (collection, id) over every row of the previous version (payloads read in batches)."""
+        arrays = self._graph.export_edges()
+        table: dict[bytes, tuple[str, str]] = {}
+        for collection, ids in ((ENTITIES, arrays.node_ids), (RELATIONS, arrays.relation_ids),
+                                (CHUNKS, list(self._chunk_ids))):
+            for start in range(0, len(ids), READ_BATCH):
+                for row in self._vectors.get(collection, list(ids[start:start + READ_BATCH])):
+                    text = row["text"] if collection != CHUNKS else bm25.chunk_text(
+                        Chunk(**{k: v for k, v in row.items() if k in Chunk.model_fields}))
+                    table.setdefault(self._hash(str(text)), (collection, str(row["id"])))
+        return table
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self._table is None:
+            self._table = self._build()
+        found = {i: self._table[h] for i, h in enumerate(map(self._hash, texts)) if h in self._table}
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        by_collection: dict[str, list[int]] = {}
+        for i, (collection, _) in found.items():
+            by_collection.setdefault(collection, []).append(i)
+        for collection, rows in by_collection.items():
+            vecs = self._vectors.vectors(collection, [found[i][1] for i in rows])
+            for i, v in zip(rows, vecs, strict=True):
+                if v.any():
+                    out[i] = v
+                else:
+                    found.pop(i)
+        todo = [i for i in range(len(texts)) if i not in found]
+        if todo:
+            out[todo] = np.asarray(self.embedder.embed([texts[i] for i in todo]), dtype=np.float32)
+        self.reused += len(found)
+        self.embedded += len(todo)
+        return out
+
+    def close(self) -> None:
+        for store in (self._vectors, self._graph):
+            store.close()
+
+
+def reusing_embedder(settings: Settings, live: Any, embedder: Embedder) -> tuple[Embedder, str]:
+    """`embedder` wrapped to reuse the vectors of the live version `live` (a catalog.GraphHandle, or None), and
+    why not where it cannot (another embedding model, a version it cannot open): then every text is embedded."""
+    if live is None:
+        return embedder, ""
+    if live.manifest.get("embed_model") != embedder.name or int(live.manifest.get("dim", -1)) != embedder.dim:
+        return embedder, "the previous version was embedded by another model: every text is embedded again"
+    graph = vectors = None
+    try:
+        graph = open_graph_store(settings, live.location)
+        vectors = open_vector_store(settings, live.location)
+        chunk_ids = bm25.load_version(live.dir).chunk_ids
+    except RetrievalError as exc:
+        for store in (vectors, graph):
+            if store is not None:
+                store.close()
+        return embedder, f"the vectors of version {live.version} could not be read ({exc}): every text is embedded"
+    return ReusingEmbedder(embedder, graph, vectors, chunk_ids), ""

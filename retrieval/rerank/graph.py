@@ -71,7 +71,8 @@ class PageRankCache:
         self.misses = 0
 
     def get(self, graph: GraphSource, damping: float, max_iter: int, tol: float) -> np.ndarray:
-        key = (str(getattr(graph, "name", "")), graph.version, damping, max_iter, tol)
+        # the revision changes with every curation of the graph (runtime.KG); a plain source has only a version
+        key = (str(getattr(graph, "name", "")), str(getattr(graph, "revision", graph.version)), damping, max_iter, tol)
         with self._lock:  # one computation per key even when several sessions ask at once
             found = self._cache.get(key)
             if found is not None:

@@ -31,7 +31,6 @@ _CUE = re.compile(r"\b(?:" + "|".join(RELATION_CUES) + r")\w*", re.IGNORECASE)
 # An embedding neighbour counts as a mention only when it is as close as a synonym (HippoRAG's τ = 0.8).
 MENTION_SIMILARITY = 0.8
 MAX_PAIRS = 3
-NO_GEMINI = "Gemini not configured: offline decomposition used"
 
 
 @dataclass(frozen=True)
@@ -138,9 +137,11 @@ def gemini_decomposition(
 def decompose(
     query: str, mentions: Sequence[str], *, settings: Settings | None = None, max_hops: int | None = None
 ) -> tuple[Decomposition, list[str]]:
-    """Gemini when a key is set, else offline; returns the decomposition and any (visible) warnings."""
+    """Gemini when a key is set, else offline; returns the decomposition and any (visible) warnings. Without a key
+    offline is the design, not a degradation: no warning (the decomposition's `method` says it); a failed Gemini
+    call is one."""
     if settings is None or not settings.gemini_enabled:
-        return offline_decomposition(query, mentions, max_hops), [NO_GEMINI]
+        return offline_decomposition(query, mentions, max_hops), []
     try:
         return gemini_decomposition(settings, query, mentions, max_hops), []
     except LLMError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +39,7 @@ class MemoryGraph:
     transition: Transition
     n_entities: int
     specificity: np.ndarray  # 1 / max(|chunks linked|, passages containing the name's rarest token)
+    df: dict[str, int] = field(default_factory=dict, repr=False)  # the token document frequencies it used
 
 
 def token_df(bm25_index: object) -> dict[str, int]:
@@ -51,31 +53,52 @@ def token_df(bm25_index: object) -> dict[str, int]:
     return {tok: int(indptr[i + 1] - indptr[i]) for tok, i in vocab.items() if i + 1 < len(indptr)}
 
 
-def _specificity(index: GraphIndex, df: dict[str, int]) -> np.ndarray:
+def _specificity(index: GraphIndex, df: dict[str, int], rows: Sequence[int] | None = None) -> np.ndarray:
     # |P_i| from the node-chunk links; the text document frequency of the name's rarest token bounds it
     # from above for generic names ("first", "city") that the extractor linked to few chunks only.
-    linked = np.asarray((index.node_chunk != 0).sum(axis=1)).ravel().astype(np.float64)
+    nc = index.node_chunk if rows is None else index.node_chunk[list(rows)]
+    names = index.arrays.node_names if rows is None else [index.arrays.node_names[i] for i in rows]
+    linked = np.asarray((nc != 0).sum(axis=1)).ravel().astype(np.float64)
     if df:
         text_df = np.array(
-            [min((df.get(t, 0) for t in _TOKEN.findall(name.lower())), default=0) for name in index.arrays.node_names],
+            [min((df.get(t, 0) for t in _TOKEN.findall(name.lower())), default=0) for name in names],
             dtype=np.float64,
         )
         linked = np.maximum(linked, text_df)
     return np.asarray(1.0 / np.maximum(linked, 1.0))
 
 
-def build_memory_graph(index: GraphIndex, df: dict[str, int] | None = None) -> MemoryGraph:
-    """[[entity-entity relation weights, entity-passage links], [passage-entity links, 0]], undirected."""
+def _transition(index: GraphIndex) -> Transition:
     nc = sp.csr_matrix(index.node_chunk, dtype=np.float64)
     adj = sp.bmat([[index.und_csr, nc], [nc.T, None]], format="csr", dtype=np.float64)
     adj.setdiag(0)
     adj.eliminate_zeros()
-    return MemoryGraph(Transition.of(adj), index.n_nodes, _specificity(index, df or {}))
+    return Transition.of(adj)
+
+
+def patch_memory_graph(old: MemoryGraph, new: GraphIndex, delta: Any) -> MemoryGraph:
+    """The memory graph after an in-place change (`retrieval.graph.patch.IndexDelta`): the transition is kept
+    when no edge, node or chunk link changed (a rename, a description), else made again from the patched CSRs
+    (vectorised scipy); specificity is carried over and computed again for the changed nodes only."""
+    keep = not delta.edges_changed and not delta.nodes_moved and not delta.rechunked and new.n_nodes == old.n_entities
+    transition = old.transition if keep else _transition(new)
+    spec = delta.carry(old.specificity, 1.0)
+    changed = sorted(set(delta.renamed) | set(delta.rechunked))
+    if changed:
+        spec[changed] = _specificity(new, old.df, changed)
+    return MemoryGraph(transition, new.n_nodes, spec, old.df)
+
+
+def build_memory_graph(index: GraphIndex, df: dict[str, int] | None = None) -> MemoryGraph:
+    """[[entity-entity relation weights, entity-passage links], [passage-entity links, 0]], undirected."""
+    return MemoryGraph(_transition(index), index.n_nodes, _specificity(index, df or {}), df or {})
 
 
 def memory_graph(index: GraphIndex, df_source: object | None = None) -> MemoryGraph:
-    """The memory graph of this version (built once, cached on the index). `df_source`: a BM25 index."""
-    return index.cached("memory_graph", lambda: build_memory_graph(index, token_df(df_source) if df_source else {}))
+    """The memory graph of this version (built once, cached on the index, patched by a curation change).
+    `df_source`: a BM25 index."""
+    return index.cached("memory_graph", lambda: build_memory_graph(index, token_df(df_source) if df_source else {}),
+                        patch_memory_graph)
 
 
 # --- seeds ------------------------------------------------------------------------------------

@@ -70,7 +70,8 @@ def run_mode(
     """
     if mode not in TABLE:
         raise ValidationError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    result = TABLE[mode].run(kg, query, Ask(limit, text_weight, params, settings))
+    with kg.reading():  # a curation changeset waits: the search sees the graph before or after it
+        result = TABLE[mode].run(kg, query, Ask(limit, text_weight, params, settings))
     if TABLE[mode].text and not kg.handle.manifest.get("counts", {}).get("chunks", 1):
         result = result.model_copy(update={"warnings": (*result.warnings, NO_TEXT)})
     return nomatch.gate(result, kg) if no_match else result

@@ -220,7 +220,13 @@ def _subgraph(facts: Sequence[VerbalizedFact], entities: dict[str, Entity], rela
 
 
 def search(kg: KG, query: str, params: SearchParams | None = None, *, settings: Settings | None = None) -> SearchResult:
-    """Search the knowledge graph: facts with every score, their sources, the subgraph and the trace."""
+    """Search the knowledge graph: facts with every score, their sources, the subgraph and the trace. It holds the
+    graph's read lock throughout, so a curation changeset applied meanwhile is seen whole or not at all."""
+    with kg.reading():
+        return _search(kg, query, params, settings=settings)
+
+
+def _search(kg: KG, query: str, params: SearchParams | None, *, settings: Settings | None) -> SearchResult:
     params = params or SearchParams.model_validate({})
     settings = settings or kg.settings
     query = check_query(query)

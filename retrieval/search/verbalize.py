@@ -11,12 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from retrieval.embedding import Embedder
-from retrieval.graph.traverse import chunk_sources, read_chunks, verbalize
+from retrieval.graph.traverse import chunk_sources, path_steps, read_chunks, readable, verbalize
 from retrieval.items import path_item_id, relation_item_id
 from retrieval.models import (
     Chunk,
     Entity,
     EvidenceStrength,
+    FactStep,
     GlobalRelation,
     SearchResult,
     SemanticPath,
@@ -44,6 +45,12 @@ def global_text(rel: GlobalRelation) -> str:
     return f"{head}: {rel.description}" if rel.description else head
 
 
+def screen_text(fact: VerbalizedFact) -> str:
+    """How a fact reads on screen: one layout for every fact with relations (`traverse.readable`: relation,
+    direction, then the description as text); a passage's own text otherwise."""
+    return readable(fact.steps) if fact.steps else fact.text
+
+
 def _validity(values: Iterable[str | None], latest: bool) -> str | None:
     present = sorted(v for v in values if v)
     return (present[-1] if latest else present[0]) if present else None
@@ -57,6 +64,7 @@ def path_fact(path: SemanticPath) -> VerbalizedFact:
         type="local",
         channel="graph",
         text=path_text(path),
+        steps=path_steps(nodes, path.edges),
         scores={"ppr": path.ppr_score, "path_semantic": path.path_semantic_score},
         chunk_ids=tuple(dict.fromkeys(c for e in path.edges for c in e.source_chunks)),
         entity_ids=tuple(n.id for n in nodes),
@@ -75,6 +83,8 @@ def global_fact(rel: GlobalRelation) -> VerbalizedFact:
         type="global",
         channel="graph",
         text=global_text(rel),
+        steps=(FactStep(left=rel.source.name, relation=rel.relation_type, right=rel.target.name,
+                        description=rel.description),),
         scores={"similarity": rel.score},
         chunk_ids=r.source_chunks,
         entity_ids=(rel.source.id, rel.target.id),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from retrieval.models import Entity, GraphData, QueryResult, Relation, Subgraph
+from retrieval.models import Entity, GraphChanges, GraphData, QueryResult, Relation, Subgraph
 from retrieval.registry import Registry, protocol_methods
 
 if TYPE_CHECKING:
@@ -84,6 +84,20 @@ class GraphStore(Protocol):
     def close(self) -> None: ...
 
 
+class GraphUpdates(Protocol):
+    """In-place updates of a stored graph (curation): apart from `GraphStore` to keep each interface small."""
+
+    def write(self, changes: GraphChanges) -> None:
+        """Apply `changes` as one unit (deletes, then puts), with parameterised statements only; a reader sees
+        the graph before or after it. Cost grows with the size of the change, not of the graph."""
+        ...
+
+    def undescribed(self) -> list[str]:
+        """Ids of the relations stored without a description: their vector text is made of their ends' names,
+        so renaming an end changes it (one scan, cached by the caller)."""
+        ...
+
+
 class VectorStore(Protocol):
     """Three collections (Entities, RelationDescriptions, DocumentChunks) of normalised vectors."""
 
@@ -102,6 +116,18 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
     def wait_ready(self, timeout_s: float = ...) -> None:
         """Block until searches are served by the built index (a server indexes after ingest; Lite at once)."""
+
+
+class VectorUpdates(Protocol):
+    """In-place updates of the vector collections (curation); `insert` already replaces a row by id."""
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Remove the rows of `ids` (unknown ids are ignored)."""
+        ...
+
+    def sync(self) -> None:
+        """Read what other processes wrote from now on (a server store reads at Strong consistency)."""
+        ...
 
 
 def unique(ids: Iterable[str]) -> list[str]:
@@ -196,14 +222,14 @@ class ConsoleAdapter(Protocol):
 GRAPH_STORES = Registry("graph back end", {
     "kuzu": "retrieval.stores.kuzu:KuzuGraphStore",
     "falkordb": "retrieval.stores.falkordb:FalkorGraphStore",
-}, protocol_methods(GraphStore, GraphBackend))
+}, protocol_methods(GraphStore, GraphUpdates, GraphBackend))
 GRAPH_CONSOLES = Registry("graph console", {
     "kuzu": "retrieval.stores.kuzu_console",
     "falkordb": "retrieval.stores.falkordb_console",
 }, protocol_methods(ConsoleAdapter))
 VECTOR_STORES = Registry("vector back end", {
     "milvus": "retrieval.stores.milvus:MilvusVectorStore",
-}, protocol_methods(VectorStore, VectorBackend))
+}, protocol_methods(VectorStore, VectorUpdates, VectorBackend))
 
 
 def graph_backend(settings: Settings) -> type[GraphBackend]:
@@ -221,6 +247,16 @@ def graph_console(settings: Settings) -> ConsoleAdapter:
 def open_graph_store(settings: Settings, location: StoreLocation) -> GraphStore:
     """Open the graph back end named by `settings.graph_backend` at `location`."""
     return graph_backend(settings).open(settings, location)
+
+
+def updates(store: GraphStore) -> GraphUpdates:
+    """The in-place update side of a graph store (every registered back end has it: the registry checks)."""
+    return store  # type: ignore[return-value]
+
+
+def vector_updates(store: VectorStore) -> VectorUpdates:
+    """The in-place update side of a vector store (every registered back end has it: the registry checks)."""
+    return store  # type: ignore[return-value]
 
 
 def open_vector_store(settings: Settings, location: StoreLocation) -> VectorStore:

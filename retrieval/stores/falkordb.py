@@ -25,7 +25,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from retrieval.errors import ConfigError, StoreError, ValidationError
-from retrieval.models import Chunk, Entity, GraphData, Relation, Subgraph
+from retrieval.models import Chunk, Entity, GraphChanges, GraphData, Relation, Subgraph
 from retrieval.stores.base import EdgeArrays, StoreLocation, expand, fuzzy_ids, unique
 
 if TYPE_CHECKING:
@@ -210,6 +210,29 @@ _CREATE_RELATIONS = (
     "UNWIND $rows AS row WITH row, row[0] AS s, row[1] AS t MATCH (a:Entity), (b:Entity) WHERE ID(a) = s AND ID(b) = t "
     f"CREATE (a)-[r:REL {_props('r', _RELATION_COLS, 2)}]->(b)"
 )
+
+
+# In-place updates (`write`), one MULTI/EXEC block. Each statement comes in two forms: an index lookup, and a
+# scan (toString() keeps the planner off the index) for the keys the index cannot find (see _index_finds).
+_WRITE_FORMS: dict[str, tuple[str, str]] = {
+    "delete_relations": (_DELETE_RELATIONS,
+                         "UNWIND $ids AS id MATCH ()-[r:REL]->() WHERE toString(r.id) = id DELETE r"),
+    "delete_entities": ("UNWIND $ids AS id MATCH (e:Entity {id: id}) DETACH DELETE e",
+                        "UNWIND $ids AS id MATCH (e:Entity) WHERE toString(e.id) = id DETACH DELETE e"),
+    "delete_chunks": ("UNWIND $ids AS id MATCH (c:Chunk {id: id}) DELETE c",
+                      "UNWIND $ids AS id MATCH (c:Chunk) WHERE toString(c.id) = id DELETE c"),
+    "chunks": (_MERGE_CHUNKS,
+               f"UNWIND $rows AS row MATCH (c:Chunk) WHERE toString(c.id) = row[0] {_set_clause('c', _CHUNK_COLS)}"),
+    "entities": (_MERGE_ENTITIES.removesuffix(" RETURN e.id, ID(e)"),
+                 f"UNWIND $rows AS row MATCH (e:Entity) WHERE toString(e.id) = row[0] "
+                 f"{_set_clause('e', _ENTITY_COLS)}"),
+    "relations": ("UNWIND $rows AS row MATCH (a:Entity {id: row[0]}), (b:Entity {id: row[1]}) "
+                  f"CREATE (a)-[r:REL {_props('r', _RELATION_COLS, 2)}]->(b)",
+                  "UNWIND $rows AS row MATCH (a:Entity), (b:Entity) WHERE toString(a.id) = row[0] AND "
+                  f"toString(b.id) = row[1] CREATE (a)-[r:REL {_props('r', _RELATION_COLS, 2)}]->(b)"),
+}
+# A put whose key the index cannot find and that is not stored yet is created (MERGE would look in the index).
+_CREATE_FORMS = {"chunks": _CREATE_CHUNKS, "entities": _CREATE_ENTITIES.removesuffix(" RETURN e.id, ID(e)")}
 
 
 def _chunk_row(c: Chunk) -> list[Any]:
@@ -511,6 +534,69 @@ class FalkorGraphStore:
             with self._lock:
                 self._indexed = False  # a graph the server lost (restarted) lost its indexes with it
                 self._ensure_indexes()
+
+    def write(self, changes: GraphChanges) -> None:
+        """Apply `changes` in one MULTI/EXEC block: the server runs it with no other client's command in
+        between, so every reader sees the graph before or after it. Relations, entities (with their edges) and
+        chunks are deleted, then chunks, entities and relations put (a relation put replaces its edge)."""
+        if changes.empty:
+            return
+        _check_ids(GraphData(entities=changes.entities, relations=changes.relations, chunks=changes.chunks))
+        with self._lock:
+            self._names = None
+        self._ensure_indexes()
+        have = {e.id for e in changes.entities}
+        ends = unique(i for r in changes.relations for i in (r.source_id, r.target_id) if i not in have)
+        stored = self._stored_entities(ends)
+        missing = [i for i in ends if i not in stored]
+        if missing:
+            raise StoreError(f"relations refer to entities that are not stored: {', '.join(missing[:5])}")
+        plan: list[tuple[str, dict[str, Any]]] = []
+        relation_ids = unique([*changes.delete_relations, *(r.id for r in changes.relations)])
+        for kind, ids in (("delete_relations", relation_ids), ("delete_entities", list(changes.delete_entities)),
+                          ("delete_chunks", list(changes.delete_chunks))):
+            plan += self._forms(kind, [[i] for i in ids], "ids")
+        for kind, rows in (("chunks", [_chunk_row(c) for c in changes.chunks]),
+                           ("entities", [_entity_row(e) for e in changes.entities])):
+            odd = [row[0] for row in rows if not _index_finds(row[0])]
+            known = self._stored_scan(kind, odd) if odd else set()
+            fresh = [row for row in rows if not _index_finds(row[0]) and row[0] not in known]
+            plan += [(_CREATE_FORMS[kind], {"rows": list(b)}) for b in _batches(fresh)]
+            plan += self._forms(kind, [row for row in rows if _index_finds(row[0]) or row[0] in known], "rows")
+        rel_rows = [_relation_row(r) for r in changes.relations]
+        by_index = [row for row in rel_rows if _index_finds(row[0]) and _index_finds(row[1])]
+        by_scan = [row for row in rel_rows if not (_index_finds(row[0]) and _index_finds(row[1]))]
+        for query, part in zip(_WRITE_FORMS["relations"], (by_index, by_scan), strict=True):
+            plan += [(query, {"rows": list(batch)}) for batch in _batches(part)]
+        pipe = self._client.pipeline(transaction=True)
+        for query, params in plan:
+            pipe.execute_command("GRAPH.QUERY", self._name, with_params(query, params))
+        self._call(pipe.execute)
+
+    def undescribed(self) -> list[str]:
+        """Ids of the relations without a description (one scan of the relationships)."""
+        rows = self._raw("MATCH ()-[r:REL]->() WHERE r.description = '' OR r.description IS NULL RETURN r.id")
+        return [row[0] for row in rows]
+
+    def _forms(self, kind: str, rows: list[list[Any]], key: str) -> list[tuple[str, dict[str, Any]]]:
+        """Batched statements of `kind`: the index form for keys it finds, the scan form for the rest."""
+        indexed, scan = _WRITE_FORMS[kind]
+        found = [r for r in rows if _index_finds(r[0])]
+        rest = [r for r in rows if not _index_finds(r[0])]
+        value = (lambda batch: [r[0] for r in batch]) if key == "ids" else (lambda batch: list(batch))
+        return [(query, {key: value(batch)}) for query, part in ((indexed, found), (scan, rest)) for batch in
+                _batches(part)]
+
+    def _stored_entities(self, ids: Sequence[str]) -> set[str]:
+        found = set(self._internal_ids([i for i in ids if _index_finds(i)]))
+        odd = [i for i in ids if not _index_finds(i)]
+        return found | (self._stored_scan("entities", odd) if odd else set())
+
+    def _stored_scan(self, kind: str, ids: Sequence[str]) -> set[str]:
+        label = {"entities": "Entity", "chunks": "Chunk"}[kind]
+        rows = self._query(f"UNWIND $ids AS id MATCH (n:{label}) WHERE toString(n.id) = id RETURN n.id",
+                           {"ids": list(ids)})
+        return {row[0] for row in rows}
 
     def _internal_ids(self, ids: Sequence[str]) -> dict[str, int]:
         """FalkorDB's internal node ids of the stored entities among `ids`."""

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from retrieval.errors import StoreError, ValidationError
-from retrieval.models import Chunk, Entity, GraphData, Relation, Subgraph
+from retrieval.models import Chunk, Entity, GraphChanges, GraphData, Relation, Subgraph
 from retrieval.stores.base import EdgeArrays, StoreLocation, fuzzy_ids, unique
 
 if TYPE_CHECKING:
@@ -85,6 +85,45 @@ except BaseException as exc:
     sys.stderr.flush()
     os._exit(1)
 """
+
+
+
+def _run_child(path: Path, statements: Sequence[str]) -> str:
+    """Run `statements` on the database at `path` in a child process (see _COPY_CHILD); '' or why it failed."""
+    job = json.dumps({"path": str(path), "statements": list(statements)})
+    proc = subprocess.run([sys.executable, "-c", _COPY_CHILD], input=job, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode == 0:
+        return ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"the child exited with status {proc.returncode}"
+
+
+def open_read_only(path: Path, **options: Any) -> kuzu.Database:
+    """Open a database read-only; one left with a half-done checkpoint (kuzu.shadow and kuzu.wal, which every
+    read-only open then refuses: "Couldn't replay shadow pages") is first repaired by Kuzu's own recovery.
+
+    The repair opens the database read-write in a child process and checkpoints: Kuzu's file lock is per process
+    (in this one a read-write open would succeed beside our own read-only handles), so only a child gets Kuzu's
+    exclusive lock, and the repair runs only when no process has the database open; a committed version holds no
+    uncommitted data, so recovery only completes or drops the interrupted checkpoint."""
+    try:
+        return kuzu.Database(str(path), read_only=True, **options)
+    except RuntimeError as exc:
+        if "replay shadow pages" not in str(exc):
+            raise
+    recover(path)
+    return kuzu.Database(str(path), read_only=True, **options)
+
+
+def recover(path: Path) -> None:
+    """Kuzu's own recovery of the database at `path` (replay or drop its WAL and shadow pages, checkpoint), in a
+    child process that must get Kuzu's exclusive lock (see open_read_only)."""
+    why = _run_child(path, [])
+    if why:
+        raise StoreError(f"Kuzu database {path} was left with an interrupted checkpoint (kuzu.shadow / kuzu.wal); "
+                         f"it is repaired on the first open when no other process has it open: {why}")
+
 
 _CHUNK_COLS = ("id", "text", "source", "original_document", "chapter", "author", "position")
 _ENTITY_COLS = (
@@ -175,6 +214,30 @@ _BOOKS = (
     "MATCH (c:Chunk) RETURN count(DISTINCT CASE WHEN c.original_document <> '' THEN c.original_document END), "
     "count(DISTINCT CASE WHEN c.chapter <> '' THEN [c.original_document, c.chapter] END)"
 )
+# In-place updates (`write`): one statement per id below WRITE_BY_KEY ids, each a primary-key lookup (`{id: $id}`
+# with a scalar is the only pattern Kuzu answers from its index); the UNWIND forms above beyond it.
+WRITE_BY_KEY = 256
+_DELETE_RELATION_NODE = "MATCH (r:Relation {id: $id}) DELETE r"
+_DELETE_EDGE = "MATCH (a:Entity {id: $s})-[e:RELATES]->(b:Entity {id: $t}) WHERE e.id = $id DELETE e"
+_DELETE_ENTITY = "MATCH (e:Entity {id: $id}) DETACH DELETE e"
+_DELETE_CHUNK = "MATCH (c:Chunk {id: $id}) DELETE c"
+_DELETE_ENTITIES = "UNWIND $ids AS key MATCH (e:Entity {id: key}) DETACH DELETE e"
+_DELETE_CHUNKS = "UNWIND $ids AS key MATCH (c:Chunk {id: key}) DELETE c"
+_DELETE_RELATION_NODES = "UNWIND $ids AS key MATCH (r:Relation {id: key}) DELETE r"
+_CREATE_EDGE = (
+    "MATCH (a:Entity {id: $source_id}), (b:Entity {id: $target_id}) "
+    "CREATE (a)-[:RELATES {id: $id, relation_type: $relation_type, weight: $weight}]->(b)"
+)
+
+
+def _merge_one(label: str, cols: Sequence[str]) -> str:
+    """`MERGE ... SET` of one row by its primary key, every value a parameter (column names from the constants)."""
+    sets = ", ".join(f"n.{col} = ${col}" for col in cols[1:])
+    return f"MERGE (n:{label} {{id: $id}}) SET {sets}"
+
+
+_MERGE_ONE = {"Chunk": _merge_one("Chunk", _CHUNK_COLS), "Entity": _merge_one("Entity", _ENTITY_COLS),
+              "Relation": _merge_one("Relation", _RELATION_COLS)}
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./\-]+$")
 
 
@@ -275,7 +338,7 @@ class KuzuGraphStore:
     def _connect(self, *, writable: bool) -> None:
         self._disconnect()
         try:
-            self._db = kuzu.Database(str(self._path), read_only=not writable)
+            self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
             self._conn = kuzu.Connection(self._db)
         except RuntimeError as exc:
             raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
@@ -365,6 +428,60 @@ class KuzuGraphStore:
             finally:
                 self._sizes_cache = None
 
+    def write(self, changes: GraphChanges) -> None:
+        """Apply `changes` in one Kuzu transaction: relations, entities (with their edges) and chunks deleted,
+        then chunks, entities and relations put (a relation whose endpoints changed moves). A read-only store
+        reopens writable for it and read-only after, so other processes can read the version again."""
+        if changes.empty:
+            return
+        with self._lock:
+            was_writable = self._writable
+            self._writer()
+            self._names = None
+            try:
+                self._check_endpoints(changes.entities, changes.relations)
+                edge_cols = ("id", "source_id", "target_id", "relation_type", "weight")
+                moved = [*changes.delete_relations, *(r.id for r in changes.relations)]
+                old = {row[0]: row for row in self._lookup("relations", _EDGE_BY_ID, _EDGES_BY_IDS, unique(moved))}
+                statements: list[tuple[str, dict[str, Any]]] = []
+                edges = [dict(zip(edge_cols, old[i], strict=True)) for i in unique(moved) if i in old]
+                statements += self._each(_DELETE_EDGE, _DELETE_EDGES, [
+                    {"id": e["id"], "s": e["source_id"], "t": e["target_id"]} for e in edges], edges)
+                statements += self._each(_DELETE_RELATION_NODE, _DELETE_RELATION_NODES,
+                                         [{"id": i} for i in changes.delete_relations], list(changes.delete_relations))
+                statements += self._each(_DELETE_ENTITY, _DELETE_ENTITIES,
+                                         [{"id": i} for i in changes.delete_entities], list(changes.delete_entities))
+                statements += self._each(_DELETE_CHUNK, _DELETE_CHUNKS,
+                                         [{"id": i} for i in changes.delete_chunks], list(changes.delete_chunks))
+                for label, columns, cols in (
+                    ("Chunk", _chunk_columns(changes.chunks), _CHUNK_COLS),
+                    ("Entity", _entity_columns(changes.entities), _ENTITY_COLS),
+                    ("Relation", _relation_columns(changes.relations), _RELATION_COLS),
+                ):
+                    rows = _row_dicts(columns, cols) if columns["id"] else []
+                    merge = {"Chunk": _MERGE_CHUNKS, "Entity": _MERGE_ENTITIES, "Relation": _MERGE_RELATIONS}[label]
+                    statements += self._each(_MERGE_ONE[label], merge, rows, rows)
+                new_edges = _row_dicts(_relation_columns(changes.relations), edge_cols) if changes.relations else []
+                statements += self._each(_CREATE_EDGE, _CREATE_EDGES, new_edges, new_edges)
+                self._transaction(statements)
+            finally:
+                self._sizes_cache = None
+                if not was_writable:
+                    self._connect(writable=False)  # closing the writer checkpoints: the change is in the files
+
+    def undescribed(self) -> list[str]:
+        """Ids of the relations without a description (one scan of the Relation table)."""
+        return [row[0] for row in self._rows("MATCH (r:Relation) WHERE r.description = '' OR r.description IS NULL "
+                                             "RETURN r.id")]
+
+    @staticmethod
+    def _each(one: str, many: str, params: list[dict[str, Any]], rows: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+        """One indexed statement per row for a few rows; batched UNWINDs (a hash join over the table) for many."""
+        if len(params) <= WRITE_BY_KEY:
+            return [(one, p) for p in params]
+        key = "ids" if "$ids" in many else "rows"
+        return [(many, {key: list(batch)}) for batch in _batches(rows)]
+
     def _sizes(self) -> dict[str, int]:
         return {key: int(self._rows(query)[0][0]) for key, query in _COUNTS.items()}
 
@@ -418,13 +535,8 @@ class KuzuGraphStore:
     def _bulk_copy(self, statements: Sequence[str]) -> None:
         """Run the COPY statements in a child process (see _COPY_CHILD), then reopen the database."""
         self._disconnect()  # Kuzu admits one writer per database file
-        job = json.dumps({"path": str(self._path), "statements": list(statements)})
-        proc = subprocess.run(
-            [sys.executable, "-c", _COPY_CHILD], input=job, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            lines = [line for line in proc.stderr.splitlines() if line.strip()]
-            why = lines[-1] if lines else f"the loader exited with status {proc.returncode}"
+        why = _run_child(self._path, statements)
+        if why:
             free = shutil.disk_usage(self._path.parent).free / 1e6  # Kuzu's own message often hides a full disk
             raise StoreError(f"Kuzu bulk load into {self._path} failed: {why} ({free:.1f} MB free on that disk)")
         self._connect(writable=True)

@@ -1,74 +1,206 @@
-"""Kuzu's read-only console adapter: each query opens the version's database read-only, is prepared alone (one
-statement) and its plan is checked for what reaches outside the graph (files, extensions, other databases)."""
+"""Kuzu's read-only console adapter: each query opens the console's private copy of the version's database
+read-only, is prepared alone (one statement) and its plan is checked for what reaches outside the graph (files,
+extensions, other databases, transactions and checkpoints).
+
+The copy is the guarantee that no statement changes the live version: Kuzu 0.11.3 opened read-only still runs
+CHECKPOINT, which writes kuzu.shadow and kuzu.wal beside the database and then fails, after which every read-only
+open of it fails. The console therefore never opens a file of the live version folder: it copies the database
+once per version into DATA_DIR/console/ (a private temporary folder if the data directory is read-only) and
+queries the copy; a copy that anything left with extra files is replaced before the next query."""
 
 from __future__ import annotations
 
-import re
+import hashlib
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import time
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kuzu
-
-from retrieval.errors import StoreError
+from retrieval.errors import StoreError, ValidationError
 from retrieval.models import QueryResult
 from retrieval.stores.base import StoreLocation
 from retrieval.stores.console import Collector, ConsoleError, json_safe, refused_message, timeout_message
+from retrieval.stores.kuzu import recover
 
 if TYPE_CHECKING:
     from retrieval.config import Settings
 
 CONSOLE_BUFFER_POOL = 256 * 1024**2  # bytes: a runaway result fails with a message instead of swelling the app
-# A read-only database still runs statements that reach outside it. They are found in the engine's own plan
-# (EXPLAIN), never in the query text, and refused: the console reads this graph and nothing else. (Explaining
-# EXPORT DATABASE already makes its target directory, empty; nothing is written into it.)
-_OUTSIDE_OPERATORS = {
-    "COPY_TO": "writes a file",
-    "EXPORT_DATABASE": "writes files",
-    "IMPORT_DATABASE": "reads files",
-    "ATTACH_DATABASE": "opens another database",
-    "DETACH_DATABASE": "detaches a database",
-    "USE_DATABASE": "switches the database",
-    "INSTALL_EXTENSION": "installs an extension",
-    "LOAD_EXTENSION": "loads an extension",
-    "UNINSTALL_EXTENSION": "removes an extension",
-    "STANDALONE_CALL": "changes a setting of the engine",
-}
-_PLAN_OPERATOR = re.compile(r"\b([A-Z][A-Z_]+)\[\d+\]")
-_PLAN_FUNCTION = re.compile(r"Function: ([A-Z_]+)")
+_DATABASE = "kuzu"
+_COPY_LOCK = threading.Lock()
+_STALE_S = 3600.0  # an unfinished copy older than this was left by a killed process
+_CHILD = Path(__file__).with_name("kuzu_console_child.py")
+_CHILD_GRACE_S = 30.0  # beyond the query's own time limit: a worker's start and the database's open
+CHECK_PLAN = True  # refuse what reaches outside the graph (tests switch it off to show the copy alone suffices)
 
 
-def _outside(plan: str) -> str:
-    """Why the plan reaches outside the database ('' when it does not): an operator above, or a table function
-    that scans files or the caller's Python objects (LOAD FROM: READ_CSV_*, READ_PARQUET, READ_PANDAS, ...)."""
-    for op in _PLAN_OPERATOR.findall(plan):
-        if op in _OUTSIDE_OPERATORS:
-            return f"{op} {_OUTSIDE_OPERATORS[op]}"
-    for fn in _PLAN_FUNCTION.findall(plan):
-        if (fn.startswith("READ_") and fn != "READ_FTABLE") or fn == "JSON_SCAN":  # READ_FTABLE: internal
-            return f"{fn} reads data from outside the database"
-    return ""
+def drop_copy(settings: Settings, version_dir: Path) -> None:
+    """Remove the console's copy of a retired version (the console also drops such copies when it next makes one)."""
+    for root in (settings.data_dir / "console", _fallback_root(settings)):
+        if (root / version_dir.name).exists():
+            _remove(root / version_dir.name)
 
 
-@contextmanager
-def _console(location: StoreLocation) -> Iterator[kuzu.Connection]:
-    """A connection to the version's database opened read-only for this one query (the app's own store stays
-    as it is; Kuzu lets several read-only databases share a path)."""
-    path = location.dir / "kuzu"
-    if not path.exists():
-        raise StoreError(f"no Kuzu database at {path}")
+def _fallback_root(settings: Settings) -> Path:
+    key = hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"kg-lens-console-{os.getuid()}-{key}"
+
+
+def _copies_root(settings: Settings) -> Path:
+    """Where the console keeps its copies: DATA_DIR/console, else (a read-only data directory) a private folder
+    in the system's temporary directory, one per data directory."""
+    root = settings.data_dir / "console"
     try:
-        db = kuzu.Database(str(path), read_only=True, buffer_pool_size=CONSOLE_BUFFER_POOL)
-        conn = kuzu.Connection(db)
-    except RuntimeError as exc:
-        raise StoreError(f"cannot open Kuzu database {path} read-only: {exc}") from exc
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.access(root, os.W_OK):
+            return root
+    except OSError:
+        pass
+    root = _fallback_root(settings)
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:  # made by someone else: their folder, not ours
+        raise StoreError(f"the console's folder {root} is not private to this user; remove it")
+    return root
+
+
+def _intact(copy: Path) -> bool:
+    """The copy holds its database file and nothing else (a statement that wrote would have left kuzu.shadow or
+    kuzu.wal: Kuzu opens the file itself read-only, so it cannot change in place)."""
     try:
-        yield conn
+        return os.listdir(copy) == [_DATABASE]
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    """Move `path` aside in one rename, then delete it (a query that has it open keeps reading its files)."""
+    trash = path.with_name(f".trash-{uuid.uuid4().hex}")
+    try:
+        path.rename(trash)
+    except OSError:
+        return  # gone already, or another process moved it
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _tidy(root: Path, settings: Settings, keep: Path) -> None:
+    """Drop copies of versions that were retired, and what killed processes left half-made."""
+    versions = settings.data_dir / "versions"
+    for entry in root.iterdir():
+        if entry.name.startswith("."):
+            if entry.name.startswith(".trash-") or time.time() - entry.stat().st_mtime > _STALE_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        elif entry != keep and versions.is_dir() and not (versions / entry.name).is_dir():
+            _remove(entry)
+
+
+def private_copy(settings: Settings, location: StoreLocation) -> Path:
+    """The console's own copy of the version's Kuzu database (made once per version, outside the version
+    folder); the live folder's files are only ever read, to make it."""
+    source = location.dir / _DATABASE
+    if not source.exists():
+        raise StoreError(f"no Kuzu database at {source}")
+    root = _copies_root(settings)
+    copy = root / location.dir.name
+    with _COPY_LOCK:
+        if _intact(copy):
+            return copy / _DATABASE
+        _remove(copy)
+        fresh = root / f".copy-{uuid.uuid4().hex}"
+        fresh.mkdir(mode=0o700)
+        try:
+            for name in (_DATABASE, f"{_DATABASE}.wal", f"{_DATABASE}.shadow"):
+                if (location.dir / name).is_file():
+                    shutil.copyfile(location.dir / name, fresh / name)
+            if not _intact(fresh):  # copied with a WAL or an interrupted checkpoint: recovered in the copy
+                recover(fresh / _DATABASE)
+            fresh.rename(copy)
+        except OSError as exc:
+            shutil.rmtree(fresh, ignore_errors=True)
+            if not _intact(copy):  # another process put its copy in place first: use that one
+                raise StoreError(f"cannot copy the Kuzu database for the console into {root}: {exc}") from exc
+        _tidy(root, settings, keep=copy)
+    return copy / _DATABASE
+
+
+class _Worker:
+    """One console worker process (kuzu_console_child.py): jobs as JSON lines in, answers as JSON lines out.
+    State is real (a process and its pipes), hence a class."""
+
+    def __init__(self) -> None:
+        # -I: the child's own folder (which holds kuzu.py) is not put on its import path
+        self.proc = subprocess.Popen([sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def ask(self, text: str, wait_s: float) -> str | None:
+        """The answer line to one job line; None if the worker died or did not answer in `wait_s` (then it is
+        killed)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(text + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        ready, _, _ = select.select([self.proc.stdout], [], [], wait_s)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.proc.kill()
+            self.proc.wait()
+        return line or None
+
+    def exit_note(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "no answer in time"
+        return f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+_IDLE: queue.Queue[_Worker] = queue.Queue()
+_WORKERS = threading.BoundedSemaphore(2)  # console queries at a time per app process (one per core here)
+
+
+def _in_child(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any], timeout_ms: int,
+              max_rows: int, *, explain_only: bool = False) -> dict[str, Any]:
+    """Run the console's job on the private copy in a worker process (kuzu_console_child.py): a statement that
+    crashes Kuzu ends that process, not the app; the next query starts a fresh one."""
+    job = {"path": str(private_copy(settings, location)), "query": query, "params": params,
+           "timeout_ms": timeout_ms, "max_rows": max_rows, "buffer_pool": CONSOLE_BUFFER_POOL,
+           "explain_only": explain_only, "check_plan": CHECK_PLAN}
+    try:
+        text = json.dumps(job, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"console parameters must be JSON values: {exc}") from exc
+    if not _WORKERS.acquire(timeout=timeout_ms / 1000):
+        raise ConsoleError("timeout", f"the console is busy with other queries; {timeout_message(timeout_ms)}")
+    try:
+        try:
+            worker = _IDLE.get_nowait()
+        except queue.Empty:
+            worker = _Worker()
+        line = worker.ask(text, timeout_ms / 1000 + _CHILD_GRACE_S)
+        if line is None:
+            raise ConsoleError("invalid", f"Kuzu crashed on this query ({worker.exit_note()}); it ran in a process "
+                                          f"of its own, so nothing else was affected")
+        _IDLE.put(worker)
     finally:
-        conn.close()
-        db.close()
+        _WORKERS.release()
+    answer: dict[str, Any] = json.loads(line)
+    if "error" in answer:
+        raise _console_error(answer["error"], timeout_ms)
+    if answer.get("refused"):
+        raise ConsoleError("refused", refused_message("Kuzu", f"the plan reaches outside the graph: "
+                                                              f"{answer['refused']}"))
+    return answer
 
 
 def _console_error(message: str, timeout_ms: int) -> ConsoleError:
@@ -85,23 +217,6 @@ def _console_error(message: str, timeout_ms: int) -> ConsoleError:
         return ConsoleError("invalid", f"the query needs more than the console's {CONSOLE_BUFFER_POOL >> 20} MB "
                                        f"of memory ({msg})")
     return ConsoleError("invalid", f"Kuzu cannot run the query: {msg}")
-
-
-def _checked(conn: kuzu.Connection, query: str, params: dict[str, Any], timeout_ms: int) -> tuple[Any, str]:
-    """(prepared statement, plan): prepare refuses a write (read-only database) and a second statement before
-    anything runs; the plan is then checked for what reaches outside the database."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # prepare() is how one statement is checked alone
-        prepared = conn.prepare(query)
-    if not prepared.is_success():
-        raise _console_error(prepared.get_error_message(), timeout_ms)
-    result = conn.execute("EXPLAIN " + query, params)
-    assert not isinstance(result, list)  # one statement: prepare said so
-    plan = "\n".join(str(row[0]) for row in result.get_all())  # type: ignore[index]  # rows are lists
-    why = _outside(plan)
-    if why:
-        raise ConsoleError("refused", refused_message("Kuzu", f"the plan reaches outside the graph: {why}"))
-    return prepared, plan
 
 
 def _cell(value: Any, collector: Collector) -> Any:
@@ -128,37 +243,17 @@ def _key(internal: Any) -> str:
 
 def read_only_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
                     timeout_ms: int, max_rows: int) -> QueryResult:
-    """Run one Cypher statement on the database opened read-only, stopped after `timeout_ms`, at most
+    """Run one Cypher statement on the console's copy opened read-only, stopped after `timeout_ms`, at most
     `max_rows` rows kept (one more is read to tell that the result was cut)."""
+    answer = _in_child(settings, location, query, params, timeout_ms, max_rows)
     collector = Collector()
-    rows: list[tuple[Any, ...]] = []
-    more = False
-    with _console(location) as conn:
-        conn.set_query_timeout(timeout_ms)
-        try:
-            prepared, _ = _checked(conn, query, params, timeout_ms)
-            start = time.perf_counter()
-            result = conn.execute(prepared, params)
-            assert not isinstance(result, list)
-            columns = tuple(result.get_column_names())
-            while result.has_next():
-                if len(rows) == max_rows:
-                    more = True
-                    break
-                rows.append(tuple(_cell(v, collector) for v in result.get_next()))
-            elapsed = (time.perf_counter() - start) * 1000
-            result.close()
-        except RuntimeError as exc:
-            raise _console_error(str(exc), timeout_ms) from exc
-    return QueryResult(query=query, params=params, backend="kuzu", columns=columns, rows=tuple(rows),
-                       subgraph=collector.subgraph(), more_rows=more, max_rows=max_rows, timeout_ms=timeout_ms,
-                       elapsed_ms=elapsed)
+    rows = tuple(tuple(_cell(v, collector) for v in row) for row in answer["rows"])
+    return QueryResult(query=query, params=params, backend="kuzu", columns=tuple(answer["columns"]), rows=rows,
+                       subgraph=collector.subgraph(), more_rows=answer["more"], max_rows=max_rows,
+                       timeout_ms=timeout_ms, elapsed_ms=answer["elapsed_ms"])
 
 
 def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any]) -> str:
     """Kuzu's plan of `query` without running it; refuses what read_only_query refuses."""
-    with _console(location) as conn:
-        try:
-            return _checked(conn, query, params, 60_000)[1]
-        except RuntimeError as exc:
-            raise _console_error(str(exc), 60_000) from exc
+    plan: str = _in_child(settings, location, query, params, 60_000, 1, explain_only=True)["plan"]
+    return plan

@@ -14,12 +14,14 @@ writer finishes (wait_ready, close, or the first search).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,10 +126,9 @@ class MilvusVectorStore:
         self._loaded: set[str] = set()
         self._wrote = False  # reads wait for this store's own writes (Strong) once it has written
         # Lite side indexes: loaded (ids, faiss index) per collection, and rows inserted but not yet indexed
-        self._ann: dict[str, tuple[list[str], Any]] = {}
+        self._ann: dict[str, SideIndex] = {}
         self._pending: dict[str, list[tuple[list[str], np.ndarray]]] = {}
         self._ann_lock = threading.RLock()
-        self._ann_pos: dict[str, tuple[list[str], dict[str, int]]] = {}  # id -> row, for the ids list it maps
 
     @classmethod
     def open(cls, settings: Settings, location: StoreLocation) -> MilvusVectorStore:
@@ -378,30 +379,27 @@ class MilvusVectorStore:
     # --- Lite side index ---------------------------------------------------------------------
 
     def _index_pending(self, only: str | None = None) -> None:
-        """Fold rows inserted since the last build into the side index files (the newest write of an id wins)."""
+        """Fold rows inserted since the last build into the side index (the newest write of an id wins): into a
+        new base index while the collection is small or has none yet, else into its delta (see SideIndex)."""
         assert self._lite_path is not None
         with self._ann_lock:
             for collection in [c for c in list(self._pending) if only in (None, c)]:
                 parts = self._pending.pop(collection)
                 ids = [i for part_ids, _ in parts for i in part_ids]
                 vecs = np.concatenate([v for _, v in parts])
-                old = self._load_ann(collection)
-                if old is not None:
-                    ids = old[0] + ids
-                    vecs = np.concatenate([ann_vectors(old[1]), vecs])
-                last = {rid: k for k, rid in enumerate(ids)}
-                keep = sorted(last.values())
-                if len(keep) < len(ids):
-                    ids, vecs = [ids[k] for k in keep], vecs[keep]
-                index = build_ann(vecs)
-                save_ann(ann_dir(self._lite_path), collection, ids, index)
-                self._ann[collection] = (ids, index)
+                side = self._load_ann(collection)
+                if side is None:
+                    side = SideIndex.build(ids, vecs)
+                else:
+                    side = side.written(ids, vecs)
+                side.save(ann_dir(self._lite_path), collection)
+                self._ann[collection] = side
 
-    def _load_ann(self, collection: str) -> tuple[list[str], Any] | None:
+    def _load_ann(self, collection: str) -> SideIndex | None:
         assert self._lite_path is not None
         with self._ann_lock:
             if collection not in self._ann:
-                loaded = load_ann(ann_dir(self._lite_path), collection)
+                loaded = SideIndex.load(ann_dir(self._lite_path), collection)
                 if loaded is None:
                     return None
                 self._ann[collection] = loaded
@@ -410,35 +408,18 @@ class MilvusVectorStore:
     def _ann_vectors(self, collection: str, ids: Sequence[str]) -> np.ndarray | None:
         """Vectors of `ids` from the side index (zero rows for unknown ids); None if there is none."""
         self._index_pending(collection)
-        ann = self._load_ann(collection)
-        if ann is None:
-            return None
-        known, index = ann
-        with self._ann_lock:
-            cached = self._ann_pos.get(collection)
-            if cached is None or cached[0] is not known:
-                cached = self._ann_pos[collection] = (known, {rid: k for k, rid in enumerate(known)})
-        rows = [cached[1].get(i, -1) for i in ids]
-        out = np.zeros((len(ids), index.d), dtype=np.float32)
-        hit = [r for r, k in enumerate(rows) if k >= 0]
-        if hit:
-            out[hit] = index.reconstruct_batch(np.array([rows[r] for r in hit], dtype=np.int64))
-        return out
+        side = self._load_ann(collection)
+        return None if side is None else side.vectors(ids)
 
     def _ann_search(
         self, collection: str, queries: np.ndarray, limit: int, payload: bool = True
     ) -> list[list[VectorHit]] | None:
         """Search the Lite side index; None if this version has none (built before it existed)."""
         self._index_pending(collection)
-        ann = self._load_ann(collection)
-        if ann is None:
+        side = self._load_ann(collection)
+        if side is None:
             return None
-        ids, index = ann
-        if not ids:
-            return [[] for _ in range(len(queries))]
-        scores, positions = index.search(queries, min(limit, len(ids)))
-        ranked = [[(ids[p], float(s)) for p, s in zip(row_pos, row_scores, strict=True) if p >= 0]
-                  for row_pos, row_scores in zip(positions.tolist(), scores.tolist(), strict=True)]
+        ranked = side.search(queries, limit)
         if not payload:
             return [[VectorHit(id=rid, score=score, payload={}) for rid, score in hits] for hits in ranked]
         rows = {r["id"]: r for r in self.get(collection, [rid for hits in ranked for rid, _ in hits])}
@@ -447,6 +428,33 @@ class MilvusVectorStore:
              if rid in rows]
             for hits in ranked
         ]
+
+    # --- VectorUpdates ----------------------------------------------------------------------
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Remove the rows of `ids` (unknown ids are ignored), from Milvus and from the Lite side index."""
+        wanted = unique(str(i) for i in ids)
+        if not wanted:
+            return
+        name = self._existing(collection)
+        self._wrote = True
+        for part in _batches(len(wanted), GET_BATCH):
+            # our own escaped literals: pymilvus's `ids=` quotes string keys without escaping them
+            expr = "id in [" + ", ".join(string_literal(i) for i in wanted[part]) + "]"
+            self._call("delete", lambda e=expr: self._client.delete(name, filter=e))
+        self._call("flush", lambda: self._client.flush(name))
+        if self._lite_path is not None:
+            with self._ann_lock:
+                self._index_pending(collection)
+                side = self._load_ann(collection)
+                if side is not None:
+                    side = side.without(wanted)
+                    side.save(ann_dir(self._lite_path), collection)
+                    self._ann[collection] = side
+
+    def sync(self) -> None:
+        """Read at Strong consistency from now on: another process has written (Lite: one process per file)."""
+        self._wrote = True
 
     def close(self) -> None:
         if self._lite_path is not None and not self._closed:
@@ -532,29 +540,164 @@ def ann_vectors(index: Any) -> np.ndarray:
     return np.asarray(index.reconstruct_n(0, index.ntotal), dtype=np.float32)
 
 
-def save_ann(folder: Path, collection: str, ids: list[str], index: Any) -> None:
-    """Write `{collection}.faiss` and `{collection}.ids.json` atomically (temp file, then rename)."""
-    import faiss
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for suffix, write in ((".faiss", lambda p: faiss.write_index(index, str(p))),
-                          (".ids.json", lambda p: p.write_bytes(orjson.dumps(ids)))):
-        target = folder / f"{collection}{suffix}"
-        tmp = target.with_name(target.name + ".tmp")
-        write(tmp)
-        os.replace(tmp, target)
+def _newest(ids: list[str], vecs: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Each id once, with its last vector, in first-kept order."""
+    last = {rid: k for k, rid in enumerate(ids)}
+    if len(last) == len(ids):
+        return ids, vecs
+    keep = sorted(last.values())
+    return [ids[k] for k in keep], vecs[keep]
 
 
-def load_ann(folder: Path, collection: str) -> tuple[list[str], Any] | None:
-    """The side index of `collection`, or None if it was never built; StoreError if its files disagree."""
-    import faiss
+DELTA_MAX = 20_000  # rows written after the base was built (or hidden in it) before the base is rebuilt
 
-    index_path, ids_path = folder / f"{collection}.faiss", folder / f"{collection}.ids.json"
-    if not index_path.is_file() or not ids_path.is_file():
-        return None
-    index = faiss.read_index(str(index_path))
-    ids = orjson.loads(ids_path.read_bytes())
-    if index.ntotal != len(ids):
-        raise StoreError(f"side index {index_path} holds {index.ntotal} vectors for {len(ids)} ids; re-ingest")
-    _set_probes(index)
-    return ids, index
+
+@dataclass
+class SideIndex:
+    """One collection's side index: a base faiss index (ids by row), plus the rows written after it was built
+    (`delta`, searched exactly) and the base ids those rows replaced or that were deleted (`gone`, skipped).
+
+    An in-place edit of a committed version then costs its own rows: rebuilding an HNSW base over 1M vectors
+    takes minutes. A flat base that stays within ANN_EXACT_MAX rows, or a delta past DELTA_MAX, is rebuilt.
+    """
+
+    ids: list[str]
+    index: Any
+    delta_ids: list[str] = dataclasses.field(default_factory=list)
+    delta: np.ndarray | None = None
+    gone: frozenset[str] = frozenset()
+    _pos: dict[str, int] | None = dataclasses.field(default=None, repr=False)
+    base_saved: bool = False  # the base files on disk hold this base (only the delta file needs writing)
+
+    @classmethod
+    def build(cls, ids: list[str], vecs: np.ndarray) -> SideIndex:
+        ids, vecs = _newest(ids, vecs)
+        return cls(ids, build_ann(vecs))
+
+    @property
+    def pos(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = {rid: k for k, rid in enumerate(self.ids)}
+        return self._pos
+
+    def _live(self) -> tuple[list[str], np.ndarray]:
+        """Every live (id, vector), base rows first: what a rebuild starts from."""
+        keep = [k for k, rid in enumerate(self.ids) if rid not in self.gone]
+        base = ann_vectors(self.index)[keep] if keep else np.zeros((0, self.index.d), dtype=np.float32)
+        ids = [self.ids[k] for k in keep]
+        if self.delta is not None and len(self.delta_ids):
+            return ids + self.delta_ids, np.concatenate([base, self.delta])
+        return ids, base
+
+    def _small(self, extra: int) -> bool:
+        return not hasattr(self.index, "hnsw") and self.index.ntotal + len(self.delta_ids) + extra <= ANN_EXACT_MAX
+
+    def written(self, ids: list[str], vecs: np.ndarray) -> SideIndex:
+        """This index with rows `ids` written (replacing any row of the same id)."""
+        ids, vecs = _newest(ids, vecs)
+        if self._small(len(ids)) or len(self.delta_ids) + len(self.gone) + len(ids) > DELTA_MAX:
+            old_ids, old_vecs = self._live()
+            return SideIndex.build(old_ids + ids, np.concatenate([old_vecs, vecs]))
+        fresh = set(ids)
+        keep = [k for k, rid in enumerate(self.delta_ids) if rid not in fresh]
+        delta_ids = [self.delta_ids[k] for k in keep] + ids
+        parts = [self.delta[keep]] if self.delta is not None and keep else []
+        delta = np.concatenate([*parts, vecs])
+        return SideIndex(self.ids, self.index, delta_ids, delta, self.gone | (fresh & self.pos.keys()), self._pos,
+                         self.base_saved)
+
+    def without(self, ids: Sequence[str]) -> SideIndex:
+        """This index with the rows of `ids` removed."""
+        dead = set(ids)
+        if self._small(0):
+            live_ids, live_vecs = self._live()
+            keep = [k for k, rid in enumerate(live_ids) if rid not in dead]
+            return SideIndex([live_ids[k] for k in keep], build_ann(live_vecs[keep]))
+        keep = [k for k, rid in enumerate(self.delta_ids) if rid not in dead]
+        delta = self.delta[keep] if self.delta is not None else None
+        return SideIndex(self.ids, self.index, [self.delta_ids[k] for k in keep], delta,
+                         self.gone | (dead & self.pos.keys()), self._pos, self.base_saved)
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Vectors of `ids` (a zero row for an id the index does not hold)."""
+        out = np.zeros((len(ids), self.index.d), dtype=np.float32)
+        in_delta = {rid: k for k, rid in enumerate(self.delta_ids)}
+        base_rows: list[tuple[int, int]] = []
+        for r, rid in enumerate(ids):
+            if rid in in_delta and self.delta is not None:
+                out[r] = self.delta[in_delta[rid]]
+            elif rid not in self.gone and rid in self.pos:
+                base_rows.append((r, self.pos[rid]))
+        if base_rows:
+            out[[r for r, _ in base_rows]] = self.index.reconstruct_batch(
+                np.array([k for _, k in base_rows], dtype=np.int64))
+        return out
+
+    def search(self, queries: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+        """The `limit` best (id, inner product) per query: the base (asked for enough rows to make up for the
+        hidden ones) merged with an exact pass over the delta."""
+        out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+        if self.index.ntotal:
+            k = min(limit + len(self.gone), self.index.ntotal)
+            scores, positions = self.index.search(queries, k)
+            for row, (pos_row, score_row) in enumerate(zip(positions.tolist(), scores.tolist(), strict=True)):
+                out[row] = [(self.ids[p], float(s)) for p, s in zip(pos_row, score_row, strict=True)
+                            if p >= 0 and self.ids[p] not in self.gone]
+        if self.delta is not None and len(self.delta_ids):
+            sims = queries @ self.delta.T
+            for row in range(len(queries)):
+                top = np.argsort(-sims[row])[:limit]
+                out[row] += [(self.delta_ids[k], float(sims[row, k])) for k in top.tolist()]
+        return [sorted(hits, key=lambda h: -h[1])[:limit] for hits in out]
+
+    def save(self, folder: Path, collection: str) -> None:
+        """The base files (rewritten only when the base changed) and the delta file, each replaced atomically."""
+        import faiss
+
+        folder.mkdir(parents=True, exist_ok=True)
+        delta_path = folder / f"{collection}.delta.npz"
+        if not self.base_saved:
+            _replace(folder / f"{collection}.faiss", lambda p: faiss.write_index(self.index, str(p)))
+            _replace(folder / f"{collection}.ids.json", lambda p: p.write_bytes(orjson.dumps(self.ids)))
+            self.base_saved = True
+        if self.delta_ids or self.gone:
+            delta = self.delta if self.delta is not None else np.zeros((0, self.index.d), dtype=np.float32)
+
+            def write_delta(path: Path) -> None:
+                with path.open("wb") as fh:
+                    np.savez(fh, ids=np.array(self.delta_ids, dtype=str), vectors=delta,
+                             gone=np.array(sorted(self.gone), dtype=str))
+
+            _replace(delta_path, write_delta)
+        else:
+            delta_path.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, folder: Path, collection: str) -> SideIndex | None:
+        """The side index of `collection`, or None if it was never built; StoreError if its files disagree."""
+        import faiss
+
+        index_path, ids_path = folder / f"{collection}.faiss", folder / f"{collection}.ids.json"
+        if not index_path.is_file() or not ids_path.is_file():
+            return None
+        index = faiss.read_index(str(index_path))
+        ids = orjson.loads(ids_path.read_bytes())
+        if index.ntotal != len(ids):
+            raise StoreError(f"side index {index_path} holds {index.ntotal} vectors for {len(ids)} ids; re-ingest")
+        _set_probes(index)
+        side = cls(ids, index, base_saved=True)
+        delta_path = folder / f"{collection}.delta.npz"
+        if delta_path.is_file():
+            with np.load(delta_path, allow_pickle=False) as parts:
+                side.delta_ids = [str(i) for i in parts["ids"].tolist()]
+                side.delta = np.asarray(parts["vectors"], dtype=np.float32)
+                side.gone = frozenset(str(i) for i in parts["gone"].tolist())
+            if len(side.delta_ids) != len(side.delta):
+                raise StoreError(f"side index delta {delta_path} is inconsistent; re-ingest")
+        return side
+
+
+def _replace(target: Path, write: Any) -> None:
+    tmp = target.with_name(target.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, target)

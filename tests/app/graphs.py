@@ -22,6 +22,8 @@ DEMO_QUESTION = "How does brand awareness connect to conversion rate?"
 SECOND_QUESTION = "How do loyalty programmes lower price sensitivity?"
 
 _BUILT: dict[str, Path] = {}
+TEAM_QUESTIONS = ("How does brand awareness connect to conversion rate?", "What drives customer lifetime value?")
+SECRET_TITLE = "Team B merger plan"
 
 
 def write_hostile_bundle(folder: Path) -> Path:
@@ -79,3 +81,34 @@ def graph_payloads(at: object) -> list[dict[str, object]]:
 def graph_text(at: object) -> str:
     """Every string a page's graph views received, as one JSON text (names, types, legend words, details)."""
     return json.dumps(graph_payloads(at), ensure_ascii=False)
+
+
+def team_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, dst: Path) -> dict[str, object]:
+    """A copy of the pristine data dir at `dst` for team mode: query set `team` pooled on `demo` (vector, depth 5), two
+    annotators who disagree on its first item, and a stored graph in each of tenants team-a and team-b."""
+    from retrieval.evaluation.labels import LabelStore
+    from retrieval.evaluation.pooling import build_pool, stored_pool
+    from retrieval.evaluation.querysets import import_queries
+    from retrieval.explore.memory import GraphMemory
+    from retrieval.graph.runtime import open_kg
+    from retrieval.models import Entity
+
+    shutil.copytree(build_app_data_dir(tmp_path_factory, embedder, pristine=True), dst, symlinks=True)
+    store = LabelStore.in_data_dir(dst)
+    qset = import_queries(store, "".join(f"t{i}\t{q}\n" for i, q in enumerate(TEAM_QUESTIONS, start=1)), "team")
+    kg = open_kg(Settings.from_env(env={}, data_dir=dst, graph_name="demo"), embedder=embedder)
+    try:
+        build_pool(store, kg, qset, 5, ["vector"], [])
+    finally:
+        kg.close()
+    version = catalog.resolve(dst, "demo").version
+    _, items = stored_pool(store, "team", version)
+    for who, grade in (("x@example.org", 0), ("y@example.org", 3)):  # one disagreement to adjudicate
+        store.put_label(items[0].query, items[0].item_id, grade, graph_version=version, annotator=who)
+    store.close()
+    memory = GraphMemory(dst / "memory")
+    node = Entity(id="n1", name="Acme", type="org")
+    secret = memory.store_graph("team-b", "default", [node], [], keywords=["merger"], metadata={"title": SECRET_TITLE})
+    mine = memory.store_graph("team-a", "default", [node], [], keywords=["acme"], metadata={"title": "Team A notes"})
+    return {"data_dir": dst, "version": version, "items": items, "secret_gid": secret.graph_id,
+            "mine_gid": mine.graph_id}

@@ -33,6 +33,7 @@ def test_computed_communities_list_open_and_name_bad_links(app_env: Path) -> Non
     at = open_page(graph="demo", community=first.id, level="0")
     frame = at.dataframe[0].value
     assert set(frame["level"]) == {0} and list(frame["entities"]) == sorted(frame["entities"], reverse=True)
+    assert "rank" not in frame.columns, "item 10: a computed community's rank reads None"
     assert any(c.value.endswith("computed (Leiden), no LLM report") for c in at.caption)
     assert any(m.value.startswith("Computed community \\(Leiden") for m in at.markdown)
     drawn = graph_payloads(at)

@@ -42,7 +42,9 @@ def test_shell_sidebar_shows_graph_backends_and_capabilities(app_env: Path) -> N
     at = run_page()
     side = "\n".join(m.value for m in at.sidebar.markdown) + "\n".join(c.value for c in at.sidebar.caption)
     assert "**demo** · version" in side
-    assert "entities" in side and "relations" in side
+    picker = at.sidebar.radio(key="graph-picker")  # every graph with its counts, the one in use picked
+    assert picker.value == "demo" and set(picker.options) >= {"demo", HOSTILE_GRAPH}
+    assert any("entities" in c and "relations" in c for c in picker.proto.captions)
     assert "Kuzu" in side and "Milvus Lite" in side
     assert "Gemini: no key" in side and "Cross-encoder:" in side  # st.badge renders as Markdown
 
@@ -103,7 +105,7 @@ def test_cli_command_quotes_every_word(text: str, tmp_path: Path) -> None:
 
 def test_search_page_on_the_hostile_graph_renders_payloads_as_text(app_env: Path) -> None:
     at = run_page(q="Who does Eve Evilname know?", graph=HOSTILE_GRAPH)
-    assert "**hostile** · version" in "\n".join(m.value for m in at.sidebar.markdown)
+    assert "**hostile** · version" in "\n".join(c.value for c in [*at.sidebar.markdown, *at.sidebar.caption])
     names = [n["n"] for g in graph_payloads(at) for n in g["nodes"]]  # type: ignore[union-attr]
     assert any(IMG in n for n in names)  # the raw name as data: the browser sets it as text, never as HTML
     assert all(IMG not in m.value and "<script" not in m.value for m in at.markdown)
@@ -137,7 +139,9 @@ def test_no_graph_points_to_the_data_page(empty_env: Path) -> None:
     assert "Build demo graph" in [b.label for b in data.button]
 
 
-def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, tmp_path: Path) -> None:
+def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KG_IMPORT_ROOT", str(tmp_path))  # server folders are read only inside the import root
     bundle = write_hostile_bundle(tmp_path / "my-bundle")
     at = run_page("pages/data.py")
     at.text_input(key="import-path").input(str(bundle)).run()
@@ -153,7 +157,35 @@ def test_data_page_imports_a_server_folder_and_switches_graphs(empty_env: Path, 
     assert link.label == "Open my\\-bundle in Search" and link.query_string == "graph=my-bundle"
 
 
-def test_data_page_names_file_line_and_field_of_a_bad_bundle(empty_env: Path, tmp_path: Path) -> None:
+def _crafted_import(folder: str) -> None:
+    """What a crafted session could ask for: a server-folder import, past the page's own widgets."""
+    from components import ingest_panel as ip
+    from retrieval.config import Settings
+
+    ip.run_import(Settings.from_env(), ip.ImportSource(folder=folder), "auto", "crafted", None, {})  # type: ignore[arg-type]
+
+
+def test_without_an_import_root_the_server_refuses_server_folders(empty_env: Path, tmp_path: Path) -> None:
+    """No KG_IMPORT_ROOT: the box is not drawn, a widget state naming a folder is ignored, and an import of a
+    server folder that reaches the server anyway is refused there (nothing is read, no graph is made)."""
+    bundle = write_hostile_bundle(tmp_path / "my-bundle")
+    at = run_page("pages/data.py")
+    assert "import-path" not in [t.key for t in at.text_input]
+    at.session_state["import-path"] = str(bundle)
+    at.run()
+    assert not at.exception and "import-path" not in [t.key for t in at.text_input]
+    assert at.button[[b.label for b in at.button].index("Import")].disabled
+    crafted = AppTest.from_function(_crafted_import, args=(str(bundle),), default_timeout=TIMEOUT).run()
+    assert not crafted.exception
+    assert [e.value for e in crafted.error] == [
+        "**Import refused:** importing a folder on the server is switched off \\(KG\\_IMPORT\\_ROOT is not set\\); "
+        "upload a \\.zip instead"]
+    assert catalog.list_graphs(empty_env) == []
+
+
+def test_data_page_names_file_line_and_field_of_a_bad_bundle(empty_env: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KG_IMPORT_ROOT", str(tmp_path))
     bundle = write_hostile_bundle(tmp_path / "bad")
     rows = (bundle / "entities.jsonl").read_text().splitlines()
     rows[1] = json.dumps({"id": "mallory", "type": "person"})  # no name

@@ -78,7 +78,10 @@ def test_why_connected_ranks_paths_with_sources_beside_the_graph(app_env: Path) 
     paths = listed["rows"]
     hops = [int(r["tags"][0]["text"].split()[0]) for r in paths]
     assert 1 <= len(paths) <= 5 and hops == sorted(hops) and listed["selectable"]
-    assert "--[" in paths[0]["text"] and paths[0]["key"].split("|")[1].startswith("path:")
+    # item 6: the screen's one layout (relation, direction, then the description), not the agent's brackets
+    first = paths[0]["text"].splitlines()
+    assert "--[" not in paths[0]["text"] and ("→ " in first[0] or "— " in first[0]) and first[1].startswith("    ")
+    assert paths[0]["key"].split("|")[1].startswith("path:")
     assert [t.label for t in at.tabs][:2] == ["Ranked paths", "Sources"]
     assert "★ endpoints" in graph_text(at)
     assert any(m.value.startswith("##### :material/menu_book:") for m in at.markdown), "sources tab is empty"

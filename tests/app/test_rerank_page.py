@@ -57,6 +57,7 @@ def grid(at: AppTest) -> pd.DataFrame:
 def texts(at: AppTest) -> str:
     """Markdown, captions and warnings with Markdown escapes removed (data text is shown literally)."""
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
+    parts += [i.value for i in at.info]  # what this configuration leaves out is said once, in one info box
     return re.sub(r"\\(.)", r"\1", "\n".join(parts))
 
 

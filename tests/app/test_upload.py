@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components.upload import safe_extract_zip
 from retrieval.errors import ValidationError
+from retrieval.ingest.archive import safe_extract_zip
 
 
 def make_zip(members: dict[str, bytes], links: dict[str, str] | None = None) -> io.BytesIO:

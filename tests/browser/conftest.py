@@ -137,9 +137,9 @@ def app_url(app_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @contextmanager
-def streamlit_app(data_dir: Path, log: Path, **env_vars: str) -> Iterator[str]:
+def streamlit_app(data_dir: Path, log: Path, *args: str, **env_vars: str) -> Iterator[str]:
     """`streamlit run app.py` on 127.0.0.1:<free port> over `data_dir` (no Gemini key unless `env_vars` sets
-    GEMINI_API_KEY), stopped on exit."""
+    GEMINI_API_KEY; `args`: more `streamlit run` options, such as `--secrets.files`), stopped on exit."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "KG_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -148,7 +148,7 @@ def streamlit_app(data_dir: Path, log: Path, **env_vars: str) -> Iterator[str]:
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
+        "--browser.gatherUsageStats", "false", *args,
     ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from retrieval.graph import catalog
@@ -23,6 +21,7 @@ from tests.browser.conftest import ALL_GRAPHS_DRAWN, ask
 from tests.browser.test_search_page import FACT_TABLE, egress
 from tests.conftest import DULCE, ROOT
 from tests.data.documents.make_docs import write_library
+from tests.data.graphrag_book import write_graphrag_book
 
 pytestmark = pytest.mark.browser
 DATA = ROOT / "tests" / "data"
@@ -38,33 +37,13 @@ def zip_folder(folder: Path, out: Path) -> Path:
     return out
 
 
-def mini_graphrag(dst: Path) -> Path:
-    """The shared GraphRAG index cut to its first text unit and that unit's six best-connected entities, with the
-    relationships, communities (and reports) and claims among them: a real index, small enough to embed quickly."""
+def graphrag_book(dst: Path) -> Path:
+    """A novel as GraphRAG indexes one (tests/data/graphrag_book.py): the whole Gutenberg-style text in
+    documents.text with chapters as heading lines, text units cut across them and prefixed `title: dulce.txt.`,
+    and the shared index's entities, relationships, communities with reports and claims."""
     if not DULCE.is_dir():
         pytest.skip(f"shared GraphRAG index not found at {DULCE}")
-    dst.mkdir(parents=True)
-
-    def rows(name: str) -> list[dict[str, Any]]:
-        return pq.read_table(DULCE / f"{name}.parquet").to_pylist()
-
-    def save(name: str, items: list[dict[str, Any]]) -> None:
-        pq.write_table(pa.Table.from_pylist(items), dst / f"{name}.parquet")
-
-    unit = rows("text_units")[0]
-    save("text_units", [unit])
-    save("documents", [{**d, "text_unit_ids": [unit["id"]]} for d in rows("documents")])
-    ents = sorted((e for e in rows("entities") if unit["id"] in e["text_unit_ids"]), key=lambda e: -e["degree"])[:6]
-    save("entities", ents)
-    titles, ids = {e["title"] for e in ents}, {e["id"] for e in ents}
-    rels = [r for r in rows("relationships") if r["source"] in titles and r["target"] in titles]
-    save("relationships", rels)
-    comms = [{**c, "entity_ids": [e for e in c["entity_ids"] if e in ids]} for c in rows("communities")]
-    kept = {c["community"] for c in comms if c["entity_ids"]}
-    save("communities", [c for c in comms if c["community"] in kept])
-    save("community_reports", [r for r in rows("community_reports") if r["community"] in kept])
-    save("covariates", [c for c in rows("covariates") if c["subject_id"] in titles])
-    return dst
+    return write_graphrag_book(DULCE, dst)
 
 
 @dataclass(frozen=True)
@@ -74,7 +53,7 @@ class Case:
 
 
 CASES = {
-    "graphrag": Case(mini_graphrag, "What is Alex Mercer's role in Operation: Dulce?"),
+    "graphrag": Case(graphrag_book, "What is Alex Mercer's role in Operation: Dulce?"),
     "lightrag": Case(lambda d: DATA / "lightrag" / "workdir", "What did Ada Lovelace write?"),
     "graphml": Case(lambda d: DATA / "graphml" / "gephi.graphml", "Who pursues Valjean?"),
     "csv": Case(lambda d: DATA / "csv" / "movies", "Who acted in The Matrix?"),
@@ -112,6 +91,9 @@ def test_upload_open_in_search_and_open_a_community(
     page.get_by_role("button", name="Import", exact=True).click()  # not "Import query set"
     link = page.get_by_role("link", name=f"Open {name} in Search")
     link.wait_for(timeout=120_000)
+    if fmt == "lightrag":  # one document has only LightRAG's placeholder for a file: said once, on import
+        notes = page.get_by_text("without a title", exact=False)
+        assert notes.count() == 1 and "doc-notes" in notes.first.inner_text(), "item 4: untitled books not said once"
     assert page.get_by_test_id("stDataFrame").first.is_visible()  # the graph list, now holding the new graph
     assert name in catalog.list_graphs(app_data_dir)
     link.click()
@@ -120,8 +102,19 @@ def test_upload_open_in_search_and_open_a_community(
 
     # the first view of a new graph opens it (stores, CSR, warm-up search) before the query box appears
     page.get_by_placeholder("Ask a multi-hop question", exact=False).wait_for(timeout=120_000)
+    if fmt == "graphrag":  # the sample question comes from the novel's substance, not its Gutenberg licence
+        command = page.get_by_test_id("stCode").first.inner_text()
+        assert "ALEX MERCER" in command and "GUTENBERG" not in command, f"item 4: sample question {command!r}"
     ask(page, page.url, case.question)
     page.locator(FACT_TABLE).first.wait_for(state="visible", timeout=60_000)
+    if fmt == "graphrag":  # sources read book › chapter, the chapters found in the document's heading lines
+        where = " ".join(page.locator(FACT_TABLE + " .row .where").all_inner_texts())
+        assert "dulce.txt › CHAPTER I" in where, f"item 4: no chapters in the sources: {where[:300]!r}"
+        page.get_by_role("tab", name="Sources").click()
+        chunk = page.locator('[class*="st-key-sources-"] .kg-grader .row .text').first.inner_text()
+        assert not chunk.startswith("title:"), "item 4: the chunk text keeps GraphRAG's metadata line"
+        assert any(len(line) > 90 for line in chunk.splitlines()), "item 4: the chunk keeps its hard line wraps"
+        page.get_by_role("tab", name="Facts").click()
 
     index = CommunityIndex.of(load_extras(catalog.resolve(app_data_dir, name).dir))
     entity = index.ranked(0)[0].entity_ids[0]  # a member of the top community: jump from it to its communities

@@ -176,7 +176,7 @@ def test_disk_full_during_ingest(base_graph: BaseGraph, small_disk: Path, tmp_pa
     assert "MB free" in line or "No space left on device" in line, line
     assert build_dirs(data_dir) == [] and live_version(data_dir) == base_graph.version
     assert cli_facts(env) == base_graph.cli_facts  # the previous version is served from the full disk
-    with app_env(env):
+    with app_env({**env, "KG_IMPORT_ROOT": str(tmp_path)}):  # server folders only inside the import root
         data = run_app("pages/data.py")
         data.text_input(key="import-path").input(str(bundle)).run()
         data.text_input(key="import-name").input("demo").run()

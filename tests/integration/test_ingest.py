@@ -160,6 +160,9 @@ def test_failure_half_way_discards_the_build(
 ) -> None:
     changed = copy_bundle(tmp_path)
     rewrite(changed / "chunks.jsonl", lambda i, o: {**o, "text": o["text"] + " More."})
+    # descriptions changed too: a rebuild embeds only changed texts (the rest keep the live version's vectors),
+    # so two collections need the model and the second call fails
+    rewrite(changed / "entities.jsonl", lambda i, o: {**o, "description": o.get("description", "") + " Revised."})
     failing = FailingEmbedder(embedder)
     with pytest.raises(StoreError, match="ingest of graph 'small' failed, previous version kept: disk full"):
         ingest(settings, changed, name="small", embedder=failing, progress=False)

@@ -97,10 +97,12 @@ def test_cli_session_two_annotators(lab_dir: Path, tmp_path: Path, monkeypatch: 
     systems = [*MODES, "rerank:none", "rerank:mmr", "rerank:graph"]
     assert f"at depth {DEPTH}" in out and out.rstrip().endswith(", ".join(systems))
     assert "Cross-encoder cross-encoder/ms-marco-MiniLM-L-6-v2 is not available offline" in err  # left out, said
+    assert "Gemini not configured" not in err  # item 10: no key is said by the design, not once per mode and query
 
     store = LabelStore.in_data_dir(lab_dir)
     blind = queue(store, "demo", "ana")
     assert len(blind) > 3 * DEPTH and all(it.systems is None for it in blind)
+    assert not any("--[" in it.text for it in blind), "item 6: pooled facts read in the screen's one layout"
     assert [it.query_id for it in blind] == sorted(it.query_id for it in blind)  # query by query, in set order
     seen = queue(store, "demo", "ana", reveal=True)
     assert [it.item_id for it in seen] == [it.item_id for it in blind]  # revealing never moves the cursor

@@ -14,9 +14,11 @@ from retrieval.errors import IngestError, ValidationError
 from retrieval.evaluation.consensus import current_labels
 from retrieval.evaluation.labels import LabelStore, make_label, normalize_query, query_id
 from retrieval.evaluation.trec import export_qrels, import_qrels, parse_qrels, parse_queries
+from retrieval.items import opens_as_formula
 
 TEXT = st.text(max_size=60)  # any code point but surrogates (a file on disk holds none)
-ITEM = st.text(min_size=1, max_size=30).filter(lambda s: not any(c.isspace() for c in s))
+# an item id a TREC file can hold: one token that no spreadsheet opens as a formula (test_a_formula_item_id_...)
+ITEM = st.text(min_size=1, max_size=30).filter(lambda s: not any(c.isspace() for c in s) and not opens_as_formula(s))
 QUERY = st.text(min_size=1, max_size=80).filter(lambda s: normalize_query(s) != "")
 GRADE = st.integers(0, 3)
 
@@ -77,6 +79,17 @@ def test_exported_labels_import_back_unchanged(base: Path, rows: list[tuple[str,
     assert sorted((lb.query_text, lb.item_id, lb.grade) for lb in back) == sorted(
         (lb.query_text, lb.item_id, lb.grade) for lb in current_labels(labels))
     assert {query_id(lb.query_text) for lb in back} == {query_id(q) for q, _, _ in rows}
+
+
+@settings(max_examples=100, deadline=None)
+@given(item=st.sampled_from("=@+-").flatmap(lambda first: st.text(min_size=1, max_size=20).map(
+    lambda rest: first + rest)).filter(lambda s: not any(c.isspace() for c in s) and opens_as_formula(s)))
+def test_a_formula_item_id_is_refused_at_export_and_at_import(base: Path, item: str) -> None:
+    label = make_label("a question", item, 2)
+    with pytest.raises(ValidationError, match="a spreadsheet would open it as a formula"):
+        export_qrels([label], Path(tempfile.mkdtemp(dir=base)) / "qrels.txt")
+    with pytest.raises(IngestError, match="qrels.txt:1: item_id: .*would open as a formula"):
+        parse_qrels(f"q1 0 {item} 2\n", "qrels.txt", {"q1": "a question"})
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,13 +8,17 @@ import shutil
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from retrieval.errors import IngestError
 from retrieval.graph.communities import chapter_names, claim_text, compute_communities
+from retrieval.graph.index import GraphIndex, build_index
+from retrieval.graph.traverse import sample_question
 from retrieval.ingest import IngestOptions
+from retrieval.ingest.books import read_text
 from retrieval.ingest.build import check_graph
 from retrieval.ingest.csvgraph import load_csv
 from retrieval.ingest.graphml import load_graphml
@@ -23,7 +27,9 @@ from retrieval.ingest.headings import chapters
 from retrieval.ingest.lightrag import load_lightrag
 from retrieval.ingest.load import detect_format
 from retrieval.models import Entity, GraphData, Relation
+from retrieval.stores.base import EdgeArrays
 from tests.conftest import ROOT
+from tests.data.graphrag_book import write_graphrag_book
 
 DULCE = ROOT.parent / "shared" / "data" / "graphrag_operation_dulce"
 DATA = ROOT / "tests" / "data"
@@ -45,6 +51,18 @@ def test_a_chunk_belongs_to_the_heading_in_force_where_its_text_starts() -> None
     # without the document text the chunks, in order, stand for it
     assert chapters(None, chunks) == ["Chapter 1", "Chapter 1", "Chapter 2", "Chapter 2"]
     assert chapters(None, ["no headings here"]) == [""]
+
+
+def test_chapters_of_a_plain_text_document_come_from_its_heading_lines_not_its_contents_or_licence() -> None:
+    body = "She walked in. " * 30
+    doc = ("Title: A Book\n\n*** START OF THE PROJECT GUTENBERG EBOOK A BOOK ***\n\nCONTENTS\n\n"
+           "  STAVE I.   MARLEY'S GHOST\n  STAVE II.  THE FIRST SPIRIT\n\n\n"
+           f"STAVE ONE.\n\n{body}\n\nSTAVE TWO.\n\n{body}\n\n"
+           "*** END OF THE PROJECT GUTENBERG EBOOK A BOOK ***\n\nSection 1. General Terms of Use\n\nlicence text\n")
+    cuts = [doc.index("CONTENTS"), doc.index("STAVE ONE"), doc.index("She", doc.index("STAVE ONE")) + 40,
+            doc.index("STAVE TWO"), doc.index("*** END"), doc.index("licence text")]
+    pieces = [doc[a:b] for a, b in zip([0, *cuts], [*cuts, len(doc)], strict=True)]
+    assert chapters(doc, pieces) == ["", "", "STAVE ONE.", "STAVE ONE.", "STAVE TWO.", "", ""]
 
 
 # --- GraphRAG -----------------------------------------------------------------------------------
@@ -78,6 +96,55 @@ def test_graphrag_index_keeps_every_relationship_community_and_claim() -> None:
     assert sum(c.subject_id is None for c in data.claims) == 7  # subjects that are no entity stay text
     assert claim_text(mine[0]).startswith("ALEX MERCER [")
     assert ("reading entities.parquet", 39, 39) in stages
+
+
+def _index(data: GraphData) -> GraphIndex:
+    """The in-memory index of `data` (what an opened graph version searches)."""
+    at = {e.id: i for i, e in enumerate(data.entities)}
+    return build_index(EdgeArrays(
+        node_ids=[e.id for e in data.entities], node_names=[e.name for e in data.entities],
+        node_types=[e.type for e in data.entities], node_chunks=[e.source_chunks for e in data.entities],
+        src=np.array([at[r.source_id] for r in data.relations], dtype=np.int64),
+        dst=np.array([at[r.target_id] for r in data.relations], dtype=np.int64),
+        weight=np.array([r.weight for r in data.relations], dtype=np.float64),
+        relation_ids=[r.id for r in data.relations], relation_types=[r.relation_type for r in data.relations]))
+
+
+@needs_dulce
+def test_a_graphrag_book_gets_the_chapters_the_documents_format_finds_in_its_text(tmp_path: Path) -> None:
+    """A novel as GraphRAG stores it: the whole Gutenberg-style text in documents.text (heading lines, a contents
+    list, a licence), text units cut across the headings and prefixed `title: dulce.txt.`."""
+    root = write_graphrag_book(DULCE, tmp_path / "book")
+    data = load_graphrag(root)
+    document = pq.read_table(root / "documents.parquet").to_pylist()[0]["text"]
+    (tmp_path / "dulce.txt").write_text(document, encoding="utf-8")
+    book = read_text(tmp_path / "dulce.txt", "dulce.txt")  # the documents format's reading of the same text
+    assert book.chapters_from == "heading lines"
+    names = ("CHAPTER I. THE BRIEFING", "CHAPTER II. THE DESCENT", "CHAPTER III. THE MAINFRAME")
+    assert tuple(dict.fromkeys(s.chapter for s in book.sections if s.chapter)) == names
+    assert chapter_names(data.chunks) == {"dulce.txt": names}
+    ordered = sorted(data.chunks, key=lambda c: c.position)
+    assert len(ordered) > 6 and ordered[0].chapter == ""  # the header and the contents: before the first chapter
+    for chunk in ordered[1:]:  # each unit: the chapter of the documents format's section where its text starts
+        at = document.index(chunk.text.strip()[:200])
+        section = max((s for s in book.sections if s.start <= at), key=lambda s: s.start)
+        assert chunk.chapter == section.chapter, chunk.position
+    assert not any(c.text.startswith("title:") for c in data.chunks)  # GraphRAG's metadata line is not text
+    assert ordered[0].text.startswith("The Project Gutenberg eBook")
+    question = sample_question(_index(data)) or ""
+    assert "ALEX MERCER" in question and "GUTENBERG" not in question and " EIN" not in question, question
+
+
+def test_lightrag_custom_kg_placeholder_books_are_named_by_document_id_and_said_once(tmp_path: Path) -> None:
+    root = tmp_path / "rag"
+    shutil.copytree(LIGHTRAG, root)
+    for name in ("kv_store_text_chunks.json", "kv_store_doc_status.json"):  # as insert_custom_kg writes it
+        store = root / name
+        store.write_text(store.read_text(encoding="utf-8").replace('"unknown_source"', '"custom_kg"'), "utf-8")
+    data = load_lightrag(root)
+    assert {c.original_document for c in data.chunks} == {"doc-notes", "engines.md", "turing.md"}
+    notes = [w for w in data.warnings if "without a title" in w]
+    assert len(notes) == 1 and "doc-notes" in notes[0] and "custom_kg" in notes[0]
 
 
 def _legacy_copy(src: Path, dst: Path) -> Path:

@@ -5,6 +5,7 @@ browser decodes (ui_map), one type colour per type in every view (ui_palette), w
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,14 +14,14 @@ from components.graph_data import LABEL_CHAR, LABEL_HEIGHT, NODE_BOX, GraphMarks
 from components.map_view import _wire, path_lights, search_lights, traversal_lights
 from retrieval.graph.communities import CommunityIndex, Extras, compute_communities
 from retrieval.graph.index import build_index
-from retrieval.graph.layout import compute_layout
+from retrieval.graph.layout import Layout, compute_layout, cover, covers
 from retrieval.graph.mapdata import map_data, type_order
 from retrieval.ingest.bundle import load_bundle
 from retrieval.models import Entity, GraphPath, PathResult, Relation, SearchResult, SemanticPath, Subgraph
 from retrieval.stores.base import EdgeArrays
 from tests.conftest import DEMO_BUNDLE
 from ui_map import decode_message, encode_body, message
-from ui_palette import PALETTE, type_colors
+from ui_palette import PALETTE, color_of, hashed_color, ordered_palette, type_palette
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +80,15 @@ def test_the_message_decodes_to_the_same_arrays_and_strings(demo_map) -> None:
 def test_a_type_keeps_its_colour_in_every_view_of_a_graph(demo_map) -> None:
     _, index, _, _ = demo_map
     order = type_order(index)
-    graph_wide = type_colors(order, order)
+    graph_wide = type_palette(Counter(index.arrays.node_types).most_common())  # the live views' palette (app_state)
+    assert ordered_palette(order) == graph_wide  # the Map colours each type as the live views do
     # a view holding only rarer types colours them as the whole graph does, not by its own counts
     few = [Entity(id=f"n{i}", name=f"n{i}", type=t) for i, t in enumerate([order[3], order[3], order[5]])]
-    drawn = drawing(Subgraph(nodes=tuple(few)), GraphMarks(), max_nodes=10, legend=Legend(), type_order=order)
+    drawn = drawing(Subgraph(nodes=tuple(few)), GraphMarks(), max_nodes=10, legend=Legend(), palette=graph_wide)
     assert dict(drawn.payload["types"]) == {order[3]: graph_wide[order[3]], order[5]: graph_wide[order[5]]}
-    assert dict(drawn.payload["types"])[order[3]] != PALETTE[0]  # without the order it would take the first colour
-    # a type the graph lacks comes after the graph's own
-    assert type_colors(["zebra", order[0]], order)["zebra"] == PALETTE[len(order) % len(PALETTE)]
+    assert dict(drawn.payload["types"])[order[3]] != PALETTE[0]  # without the palette it would take the first colour
+    # a type the graph lacks gets the colour of its name, the same in every graph
+    assert color_of("zebra", graph_wide) == hashed_color("zebra") not in graph_wide.values()
 
 
 def _entity(i: str) -> Entity:
@@ -140,3 +142,17 @@ def test_the_live_view_starts_from_the_stored_map_positions() -> None:
     assert xy[:3, 0].max() < xy[3:, 0].min()  # the left triangle is still left of the right one
     again = np.array(layout.__wrapped__(ids, pairs, stored, (1,) * 6))
     assert np.array_equal(xy, again)  # and the same picture every time
+
+
+def test_after_a_curation_the_map_keeps_every_place_and_puts_a_new_entity_beside_its_neighbour() -> None:
+    old = Layout(("a", "b"), np.array([[0.0, 0.0], [100.0, 0.0]], dtype=np.float32), np.array([0, 1], dtype=np.int32),
+                 np.array([-1, 5], dtype=np.int32), ())
+    ids = ["b", "c", "a", "d"]  # c is related to b; d to nothing; the store's order differs from the layout's
+    new = cover(old, ids, np.array([1]), np.array([0]))
+    assert new.node_ids == tuple(ids) and new.rows(ids) is not None
+    assert new.positions(["a", "b"]) == {"a": (0.0, 0.0), "b": (100.0, 0.0)}
+    cx, cy = new.positions(["c"])["c"]
+    assert abs(cx - 100.0) < 30 and abs(cy) < 30 and (int(new.region[1]), int(new.subregion[1])) == (1, 5)
+    dx, dy = new.positions(["d"])["d"]
+    assert (dx * dx + dy * dy) ** 0.5 > 100.0 and int(new.region[3]) == -1  # outside the map, in no region
+    assert covers(old, ids) == 2 and covers(new, ids) == 0

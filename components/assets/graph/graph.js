@@ -22,6 +22,7 @@ const BIG = 400;
 const LABELLED_PARALLEL = 3;
 const GOLDEN_ANGLE = Math.PI * (3 - Math.sqrt(5)); // loops k = 0, 1, 2 ... spread round their node
 const FIT = { animation: false, maxZoomLevel: 1.6 }; // a small graph fills the canvas, up to 1.6× its layout
+const DRAWER = 320; // px: the details drawer opens below the graph, which keeps its own width and height
 
 function whenVis(run) {
   if (globalThis.vis && globalThis.vis.Network) { run(); return; }
@@ -76,17 +77,19 @@ class GraphViewInstance {
     this.legend = el("div", "kgv-legend");
     const stage = el("div", "kgv-stage");
     this.canvasBox = el("div", "kgv-canvas");
-    this.panel = el("aside", "kgv-panel");
+    this.panel = el("aside", "kgv-panel"); // a drawer below the graph: the canvas keeps its room
     this.panel.hidden = true;
+    this.labelled = new Set(); // quiet views: the edges whose labels are drawn (those of the selected node)
+    this.panelState = { relateTo: null }; // the details panel's own: the entity a new relation is drawn to
     this.filterBox = el("div", "kgv-filter");
     this.filterBox.hidden = true;
     this.menu = el("div", "kgv-menu");
     this.menu.hidden = true;
     this.tip = el("div", "kgv-tip");
     this.tip.hidden = true;
-    stage.append(this.canvasBox, this.panel, this.filterBox, this.menu, this.tip);
+    stage.append(this.canvasBox, this.filterBox, this.menu, this.tip);
     this.status = el("div", "kgv-status");
-    root.append(bar, this.legend, stage, this.status);
+    root.append(bar, this.legend, stage, this.panel, this.status);
     this.parent.appendChild(root);
     this.onKey = (ev) => {
       if (ev.key !== "Escape") return;
@@ -140,9 +143,11 @@ class GraphViewInstance {
     const color = picked ? FOCUS : onPath ? PATH : focused ? EDGE_FADED : EDGE;
     return {
       id: e.i, from: e.f, to: e.o,
+      // a quiet view (a schema, a community: many relations between few nodes) labels only the selected node's;
       // of many relations between one pair (or loops on one node) the first three are labelled: the rest would
       // pile their labels on theirs (a tooltip names them)
-      label: (e.K || 0) > LABELLED_PARALLEL && e.k >= LABELLED_PARALLEL ? "" : short(this.p.rels[e.y] || "", 28),
+      label: (this.p.quiet && !this.labelled.has(e.i)) || ((e.K || 0) > LABELLED_PARALLEL && e.k >= LABELLED_PARALLEL)
+        ? "" : short(this.p.rels[e.y] || "", 28),
       width: picked ? 4 : onPath ? 2.2 : 1,
       color: { color, highlight: FOCUS, hover: FOCUS },
       // the label's white outline makes every frame 4× slower on 10,000 edges (drawn or not): small graphs only
@@ -220,9 +225,15 @@ class GraphViewInstance {
       const node = net.getNodeAt(at);
       if (node !== undefined) this.showTip("node", node, at); else this.tip.hidden = true;
     });
-    net.on("hoverNode", (params) => { if (this.menu.hidden) this.showTip("node", params.node, params.pointer.DOM); });
+    net.on("hoverNode", (params) => {
+      if (this.menu.hidden) this.showTip("node", params.node, params.pointer.DOM);
+      this.quietLabels(params.node);
+    });
     net.on("hoverEdge", (params) => this.showTip("edge", params.edge, params.pointer.DOM));
-    net.on("blurNode", () => { this.tip.hidden = true; });
+    net.on("blurNode", () => {
+      this.tip.hidden = true;
+      this.quietLabels(this.selected && this.selected.kind === "node" ? this.selected.id : null);
+    });
     net.on("blurEdge", () => { this.tip.hidden = true; });
     net.on("dragStart", () => { this.tip.hidden = true; });
     net.on("dragEnd", (params) => {
@@ -243,7 +254,7 @@ class GraphViewInstance {
 
   apply(p) {
     this.p = p;
-    if (!this.root.classList.contains("kgv-full")) this.root.style.height = p.height + "px"; // full screen stays
+    this.setHeight();
     this.root.dataset.kgKey = p.key;
     this.root.dataset.kgRev = p.rev;
     if (!this.net) this.create();
@@ -255,6 +266,7 @@ class GraphViewInstance {
       this.savePositions();
       this.scene = p.scene;
       this.rev = null;
+      this.labelled = new Set();
       this.nodes.clear();
       this.edges.clear();
       this.hiddenTypes = new Set();
@@ -282,6 +294,7 @@ class GraphViewInstance {
     this.root.dataset.kgFocusEdges = String(p.edges.filter((e) => e.r & PICKED).length);
     VIEWS.set(p.key, this);
     this.applyExtra(EXTRA.get(p.key) || this.x || {});
+    this.measure();
     if (this.root.dataset.kgDrawn !== p.rev || changed) { // only new data (or a view not drawn yet) is drawn again
       this.pendingRev = p.rev;
       this.net.redraw();
@@ -371,6 +384,7 @@ class GraphViewInstance {
     if (same && now - this.selectedAt < 250) return;
     this.selectedAt = now;
     this.selected = kind ? { kind, id } : null;
+    this.quietLabels(kind === "node" ? id : null);
     if (!kind) { this.panel.hidden = true; this.mark(null); this.refit(); }
     this.send({ type: "select", kind, id });
   }
@@ -383,7 +397,7 @@ class GraphViewInstance {
     if (!hit) { this.find.classList.add("kgv-miss"); return; }
     this.find.classList.remove("kgv-miss");
     this.userMoved = true; // the panel opening must not fit the view away from the found node
-    this.focusAfter = hit.i; // but centre it again once the canvas has its new width
+    this.focusAfter = hit.i; // and centre it again if the drawer opening resizes the canvas (full screen)
     this.net.focus(hit.i, { scale: Math.max(this.net.getScale(), 1.1), animation: false });
     this.mark(hit.i);
     this.root.dataset.kgFound = hit.i;
@@ -411,6 +425,17 @@ class GraphViewInstance {
     }
     if (f.search) item("Search from here", () => this.send({ type: "search", id }));
     if (f.communities) item("Its communities", () => this.send({ type: "communities", id }));
+    if (f.edit) {
+      const ed = (this.x && this.x.details && this.x.details.edit) || {};
+      const marks = (ed.marks || []).map((m) => m[0]);
+      item(marks.includes(id) ? "Unmark for merge" : "Mark for merge", () => this.send({ type: "mark", id }));
+      if (marks.length && !marks.includes(id)) {
+        item("Merge marked into this…", () => { this.select("node", id); this.send({ type: "merge_preview", id }); });
+      }
+      const from = ed.relate_from && ed.relate_from[0];
+      if (from && from !== id) item("Relate to this…", () => { this.panelState.relateTo = id; this.select("node", id); });
+      else item("Relate from here", () => this.send({ type: "relate_start", id }));
+    }
     this.menu.dataset.node = node ? String(node.id) : "";
     this.tip.hidden = true;
     this.menu.hidden = false;
@@ -460,7 +485,8 @@ class GraphViewInstance {
   toggleFull(on) {
     const full = on === undefined ? !this.root.classList.contains("kgv-full") : on;
     this.root.classList.toggle("kgv-full", full);
-    this.root.style.height = full ? "" : this.p.height + "px";
+    this.setHeight();
+    this.measure();
     this.fullBtn.textContent = full ? "✕ Exit full screen" : "Full screen";
     if (full) this.root.focus();
     this.net.setSize("100%", "100%");
@@ -591,8 +617,11 @@ class GraphViewInstance {
         this.mark(r.other_id);
         this.select("node", r.other_id);
       },
+      state: this.panelState,
+      rerender: () => this.renderPanel(),
     });
     panel.hidden = false;
+    panel.scrollTop = 0;
     if (!was) this.refit();
     else this.focusAfter = null;
   }
@@ -621,10 +650,36 @@ class GraphViewInstance {
     this.ring.hidden = false;
   }
 
-  refit() { // the canvas changed width (panel opened or closed): fit again unless the reader moved the view
+  setHeight() { // the graph keeps its height; an open drawer adds its own below it (full screen: the window's)
+    if (!this.p) return;
+    const full = this.root.classList.contains("kgv-full");
+    this.root.style.height = full ? "" : this.p.height + (this.panel.hidden ? 0 : DRAWER) + "px";
+  }
+
+  quietLabels(nodeId) { // a quiet view labels the relations of the node in focus only (no knot of labels)
+    if (!this.p || !this.p.quiet || !this.net) return;
+    const want = new Set(nodeId && this.nodes.get(nodeId) ? this.net.getConnectedEdges(nodeId) : []);
+    const changes = [];
+    for (const e of this.p.edges) {
+      const on = want.has(e.i);
+      if (on !== this.labelled.has(e.i)) changes.push({ id: e.i, label: on ? short(this.p.rels[e.y] || "", 28) : "" });
+    }
+    this.labelled = want;
+    if (changes.length) this.edges.update(changes);
+  }
+
+  measure() {
+    const box = this.canvasBox.getBoundingClientRect();
+    this.canvasSize = { w: Math.round(box.width), h: Math.round(box.height) };
+  }
+
+  refit() { // the drawer opened or closed: the graph keeps its size, except in full screen, where it gives way
     const found = this.focusAfter;
     this.focusAfter = null;
-    if (!this.net || this.big) return; // a big graph's panel opens over it: same width, no redraw
+    const before = this.canvasSize;
+    this.setHeight();
+    this.measure();
+    if (!this.net || (before && before.w === this.canvasSize.w && before.h === this.canvasSize.h)) return;
     // vis-network notices a resized container only on its next size check (up to a second later): until then
     // clicks would land where nodes were, so take the new size now
     this.net.setSize("100%", "100%"); // asks for one redraw, in the next frame, with whatever follows
