@@ -14,8 +14,8 @@ st.markdown("### Curation")
 handle, kg = app_state.page_graph(cfg, "curate")
 cur = app_state.curation(kg)
 st.caption(f"Graph **{md_literal(handle.name)}** · revision {md_literal(kg.revision)} · you edit as "
-           f"**{md_literal(cur.author)}** (the sidebar's name, else the local user). Every change is recorded: "
-           "who, when, why, and each record before and after; it can be undone.")
+           f"**{md_literal(cur.author)}** (team mode: your sign-in; else the sidebar's name or the local user). Every "
+           "change is recorded: who, when, why, and each record before and after; it can be undone.")
 cv.render_notices(cur)
 # a control, not tabs: the view stays chosen across the reruns an undo or a merge makes (and is in the URL)
 view = st.segmented_control("View", ["Duplicates", "Changes", "History"], default="Duplicates", key="view",

@@ -68,6 +68,6 @@ with right:
 if handle is not None:
     with st.expander(f"Add or remove documents of {md_literal(handle.name)}", icon=":material/note_add:"):
         kg = app_state.open_kg(cfg, handle)
-        render_documents(*app_state.documents(kg), sorted(app_state.graph_stats(kg).chapter_names))
+        render_documents(cfg, *app_state.documents(kg), sorted(app_state.graph_stats(kg).chapter_names))
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):
         render_fewshot_editor(cfg, handle.name, gate.permit("fewshot", graph=handle.name))

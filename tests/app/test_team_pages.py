@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.access import AuditLog
 from retrieval.answer.fewshot import FewShotManager
+from retrieval.curation.log import CurationLog, has_log
 from retrieval.embedding import Embedder
 from retrieval.evaluation.labels import ADJUDICATED, LabelStore
 from retrieval.graph import catalog
@@ -219,3 +220,25 @@ def test_the_audit_log_page_is_for_admins(team_env: dict[str, Any]) -> None:
     curator = team(USERS["curator"], direct="pages/audit.py")  # not in its navigation; reached anyway: refused
     assert "Reading the audit log needs the admin role on every graph" in shown(curator)
     assert not curator.get("dataframe")
+
+
+def test_curation_needs_the_curator_role_and_is_recorded_under_the_signed_in_identity(
+        team_env: dict[str, Any]) -> None:
+    """SECURITY.md's `edit` row: a merge from the Curation page is refused to an annotator on the server (the button
+    is drawn for every role) and logged; a curator's is applied under their sign-in and its changeset goes to the
+    audit log (the last test of this module: the merge stays in its data dir)."""
+    def merge(email: str) -> AppTest:
+        at = team(email, "pages/curation.py")
+        next(b for b in at.button if b.key and b.key.endswith("-merge")).click().run()
+        return at
+
+    data_dir = Path(str(team_env["data_dir"]))
+    refused = merge(USERS["annotator"])
+    assert "Editing a graph needs the curator role on graph 'demo'" in shown(refused)
+    assert (USERS["annotator"], "edit", "refused") in audit(team_env)
+    assert not has_log(data_dir, "demo") or not CurationLog(data_dir, "demo").changesets(limit=5)
+    done = merge(USERS["curator"])
+    assert "Editing a graph needs" not in shown(done)
+    assert (USERS["curator"], "edit", "ok") in audit(team_env)
+    [changeset] = CurationLog(data_dir, "demo").changesets(limit=5)
+    assert changeset.author == USERS["curator"] and changeset.action == "edit"
