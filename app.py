@@ -16,7 +16,11 @@ def team_configured() -> bool:
     return bool(os.environ.get("KG_ACCESS_FILE")) or bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
-# st.navigation is the first Streamlit call, before the page config and the shell's imports: a server's first run
+# The page config first, with a local icon: after st.navigation the page's ":material/...:" icon would be the
+# favicon, and the browser would fetch it from fonts.gstatic.com (the app reaches nothing off this machine).
+st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+
+# st.navigation comes next, before the shell's imports: a server's first run
 # starts in Streamlit's older pages-folder mode (there is a pages/ folder) until this call turns it off for the
 # process, and a click that reruns before it (any st call is a point where a rerun takes over; a cold start imports
 # for seconds) would leave every session in that mode: pages run without this shell (no graph picker, no graph
@@ -63,9 +67,6 @@ nav = st.navigation(
     },
     position="hidden" if signed_out else "sidebar",
 )
-# A local icon: a ":material/...:" page icon makes the browser fetch the favicon from fonts.gstatic.com.
-st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
-
 import app_state  # noqa: E402 - after st.navigation, see above
 from components import communities_view, graph_live, link_params, paths_view, rerank_view, search_form  # noqa: E402
 from components.sidebar import render_sidebar  # noqa: E402

@@ -32,6 +32,7 @@ from tests.browser.conftest import (  # noqa: E402
     CHROMIUM_ARGS,
     FRESH_GRAPH_DRAWN,
     RECORD_LONG_TASKS,
+    graph_upload,
     mark_graphs_stale,
     node_point,
     settle,
@@ -97,7 +98,7 @@ def walk(url: str, zipped: Path, out: Path) -> None:
         print("1. Data: upload the GraphRAG zip")
         page.get_by_test_id("stSidebar").get_by_role("link", name="Data").click()
         page.get_by_text("Import a graph").wait_for()
-        page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".zip"]').set_input_files(str(zipped))
+        graph_upload(page).set_input_files(str(zipped))
         name = page.get_by_role("textbox", name="Graph name")  # the app has the upload once it proposes a name
         page.wait_for_function("() => [...document.querySelectorAll('input')].some(i => i.value.endsWith('dulce'))")
         name.fill(GRAPH)

@@ -208,3 +208,8 @@ def artifacts() -> Path:
 
 
 __all__ = ["HOSTILE_GRAPH"]
+
+
+def graph_upload(page: Any) -> Any:
+    """The Data page's graph uploader (the documents panel below it has a .zip uploader of its own)."""
+    return page.get_by_role("region", name="A graph folder, zipped").get_by_test_id("stFileUploaderDropzoneInput")

@@ -17,7 +17,7 @@ import pytest
 
 from retrieval.graph import catalog
 from retrieval.graph.communities import CommunityIndex, load_extras
-from tests.browser.conftest import ALL_GRAPHS_DRAWN, ask
+from tests.browser.conftest import ALL_GRAPHS_DRAWN, ask, graph_upload
 from tests.browser.test_search_page import FACT_TABLE, egress
 from tests.conftest import DULCE, ROOT
 from tests.data.documents.make_docs import write_library
@@ -81,7 +81,7 @@ def test_upload_open_in_search_and_open_a_community(
     name = f"byog-{fmt}"
     page.goto(app_url + "/data")
     page.get_by_text("Import a graph").wait_for(timeout=90_000)
-    page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".zip"]').set_input_files(str(archive))
+    graph_upload(page).set_input_files(str(archive))
     page.get_by_text(archive.name).first.wait_for(timeout=60_000)
     # the app has the upload once it proposes its name (the zip's stem); only then pick the format
     page.wait_for_function("n => [...document.querySelectorAll('input')].some(i => i.value === n)", arg=name,

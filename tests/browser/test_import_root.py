@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ import pytest
 
 from retrieval.graph import catalog
 from retrieval.ingest.load import IMPORT_ROOT_RULE
-from tests.browser.conftest import VIEWPORT, streamlit_app
+from tests.app.graphs import DEMO_QUESTION
+from tests.browser.conftest import VIEWPORT, graph_upload, streamlit_app
 from tests.browser.test_import_formats import ENABLED
 from tests.browser.test_search_page import egress
 from tests.conftest import ROOT
@@ -36,7 +38,7 @@ def test_server_folders_only_inside_the_import_root(page: Any, app_url: str, app
     # no import root (the session's app): no server-folder box at all, only the upload
     page.goto(app_url + "/data")
     page.get_by_text("Import a graph").wait_for(timeout=90_000)
-    page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".zip"]').wait_for(state="attached")
+    graph_upload(page).wait_for(state="attached")
     for absent in ("Folder on the server", "Server folder", "Server path"):  # the box and its tab, as named
         assert page.get_by_text(absent).count() == 0, absent                   # now and before
 
@@ -63,6 +65,11 @@ def test_server_folders_only_inside_the_import_root(page: Any, app_url: str, app
             except Exception:
                 if attempt == 2:
                     raise
+        # issue 22 item 3: a question asked in compare mode on another graph comes first
+        rooted.goto(f"{url}/?{urllib.parse.urlencode({'q': DEMO_QUESTION, 'vs': 'vector', 'graph': 'demo'})}")
+        rooted.locator('.st-key-compare-a .kg-grader .row').first.wait_for(timeout=120_000)
+        rooted.goto(url + "/data")
+        rooted.get_by_text("Import a graph").wait_for(timeout=60_000)
         rooted.get_by_role("tab", name="Server folder").click()
         for escape in ("../outside/secret", "escape", str(outside / "secret"), "team/../../outside"):
             _type_folder(rooted, escape)
@@ -80,8 +87,16 @@ def test_server_folders_only_inside_the_import_root(page: Any, app_url: str, app
         rooted.get_by_test_id("stButtonGroup").get_by_text("csv", exact=True).click()
         rooted.wait_for_function(ENABLED, arg="Import")
         rooted.get_by_role("button", name="Import", exact=True).click()
-        rooted.get_by_role("link", name="Open movies in Search").wait_for(timeout=180_000)
+        link = rooted.get_by_role("link", name="Open movies in Search")
+        link.wait_for(timeout=180_000)
         assert "movies" in catalog.list_graphs(data_dir)
         rooted.screenshot(path=str(artifacts / "import_root_imported.png"))
+        # issue 22 item 11: the import stays on the tab it was made from; item 3: the new graph opens clean
+        assert "Server folder" in rooted.get_by_role("tab", selected=True).all_inner_texts()
+        link.click()
+        rooted.wait_for_function("() => new URLSearchParams(location.search).get('graph') === 'movies'")
+        rooted.get_by_placeholder("Ask a multi-hop question", exact=False).wait_for(timeout=120_000)
+        assert not {"q", "vs"} & set(urllib.parse.parse_qs(urllib.parse.urlparse(rooted.url).query)), rooted.url
+        assert rooted.get_by_placeholder("Ask a multi-hop question", exact=False).input_value() == ""
         assert dialogs == [] and egress(requests, url) == []
         context.close()

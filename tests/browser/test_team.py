@@ -28,7 +28,7 @@ from retrieval.embedding import Embedder
 from retrieval.evaluation.labels import ADJUDICATED, LabelStore
 from retrieval.graph import catalog
 from tests.app.graphs import HOSTILE_GRAPH, SECRET_TITLE, team_data_dir
-from tests.browser.conftest import RECORD_LONG_TASKS, VIEWPORT, streamlit_app
+from tests.browser.conftest import RECORD_LONG_TASKS, VIEWPORT, graph_upload, streamlit_app
 from tests.browser.test_hostile import IN_PAGE_SCHEMES, LOCAL_HOSTS
 from tests.browser.wire import Wire
 from tests.conftest import ROOT
@@ -214,7 +214,7 @@ def test_team_mode_signs_in_through_a_real_provider_and_refuses_what_a_role_does
             zf.write(f, f"tiny/{f.name}")
     page.goto(f"{url}/data")
     page.get_by_role("button", name="Rebuild demo graph").wait_for()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".zip"]').set_input_files(str(bundle))
+    graph_upload(page).set_input_files(str(bundle))
     page.get_by_text(bundle.name).first.wait_for()
     # the app has the upload once it proposes its name (the zip's stem)
     page.wait_for_function("() => [...document.querySelectorAll('input')].some(i => i.value === 'tiny')")
