@@ -67,7 +67,13 @@ with right:
 
 if handle is not None:
     with st.expander(f"Add or remove documents of {md_literal(handle.name)}", icon=":material/note_add:"):
-        kg = app_state.open_kg(cfg, handle)
-        render_documents(cfg, *app_state.documents(kg), sorted(app_state.graph_stats(kg).chapter_names))
+        try:
+            kg = app_state.open_kg(cfg, handle)
+            books = sorted(app_state.graph_stats(kg).chapter_names)
+            add, remove = app_state.documents(kg)
+        except RetrievalError as exc:  # the graph cannot open (a broken store, a read-only data dir): said here
+            st.warning(f"Documents cannot be added or removed now: {md_literal(exc)}", icon=":material/error:")
+        else:
+            render_documents(cfg, add, remove, books)
     with st.expander(f"Few-shot examples of {md_literal(handle.name)}", icon=":material/school:"):
         render_fewshot_editor(cfg, handle.name, gate.permit("fewshot", graph=handle.name))

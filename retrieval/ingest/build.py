@@ -252,6 +252,8 @@ def build_graph(
         t = time.perf_counter()
         retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
+    if isinstance(reusing, ReusingEmbedder) and reusing.problem:
+        warnings += (reusing.problem,)
     reused = reusing.reused if isinstance(reusing, ReusingEmbedder) else 0
     embedded = reusing.embedded if isinstance(reusing, ReusingEmbedder) else 0
     return IngestReport(handle, False, counts, seconds, warnings, replay=lines, reused=reused, embedded=embedded)

@@ -156,6 +156,7 @@ class ReusingEmbedder:
         self._table: dict[bytes, tuple[str, str]] | None = None
         self.reused = 0
         self.embedded = 0
+        self.problem = ""  # why the previous version's vectors could not be reused (a lost or broken store)
 
     @staticmethod
     def _hash(text: str) -> bytes:
@@ -174,16 +175,32 @@ class ReusingEmbedder:
                     table.setdefault(self._hash(str(text)), (collection, str(row["id"])))
         return table
 
+    def _give_up(self, exc: RetrievalError) -> None:
+        """The previous version cannot be read (its store lost or broken): embed every text from now on, and say
+        so; reuse is an optimisation, never a reason for a rebuild to fail."""
+        self._table = {}
+        self.problem = f"the previous version's vectors could not be read ({exc}): every text was embedded"
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._table is None:
-            self._table = self._build()
-        found = {i: self._table[h] for i, h in enumerate(map(self._hash, texts)) if h in self._table}
+            try:
+                self._table = self._build()
+            except RetrievalError as exc:
+                self._give_up(exc)
+        table = self._table or {}
+        found = {i: table[h] for i, h in enumerate(map(self._hash, texts)) if h in table}
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         by_collection: dict[str, list[int]] = {}
         for i, (collection, _) in found.items():
             by_collection.setdefault(collection, []).append(i)
         for collection, rows in by_collection.items():
-            vecs = self._vectors.vectors(collection, [found[i][1] for i in rows])
+            try:
+                vecs = self._vectors.vectors(collection, [found[i][1] for i in rows])
+            except RetrievalError as exc:
+                self._give_up(exc)
+                for i in rows:
+                    found.pop(i)
+                continue
             for i, v in zip(rows, vecs, strict=True):
                 if v.any():
                     out[i] = v

@@ -147,7 +147,7 @@ def test_a_grade_given_on_the_search_page_shows_in_the_rerank_inspector(
     # the whole fact, wrapped; the scores that ranked it and its book › chapter on screen, no sideways scrolling
     assert page.locator(FACTS).evaluate("el => el.scrollWidth - el.clientWidth") <= 0
     text = first.locator(".text").inner_text()
-    assert len(text) > 60 and not text.endswith("…") and "--" in text  # a verbalized relation, whole
+    assert len(text) > 60 and not text.endswith("…") and "→" in text  # a verbalized relation, whole
     for part in (first.locator(".score").first, first.locator(".where")):
         box = part.bounding_box()
         assert box is not None and box["x"] + box["width"] <= 1600

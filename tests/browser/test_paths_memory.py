@@ -17,10 +17,11 @@ pytestmark = pytest.mark.browser
 
 
 def pick_entity(page: Any, label: str, key: str, text: str) -> None:
-    """Type into an entity picker (it filters as you type) and take the highlighted match with Enter."""
+    """Type into an entity picker (it filters as you type) and pick its first entity (not "Add: <text>", which asks
+    whether the typed name meant one of them: issue 22 item 5)."""
     page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
     page.keyboard.type(text, delay=15)
-    page.keyboard.press("Enter")
+    page.get_by_role("option").filter(has_not_text="Add:").first.click()
     # the picker is bound to the URL: its value lands there once the app has it
     page.wait_for_function("k => new URL(location.href).searchParams.get(k)", arg=key, timeout=30_000)
 

@@ -79,6 +79,8 @@ def sign_in(page: Any, url: str, who: str) -> None:
     page.wait_for_url("**/oauth2/authorize**")
     page.get_by_role("button", name=who, exact=True).click()
     page.get_by_text("Signed in").wait_for(timeout=120_000)
+    page.get_by_test_id("stSidebar").get_by_text("on this graph", exact=False).wait_for(timeout=60_000)
+    run_over(page)  # the sidebar's identity lines come with the rest of the run
 
 
 def body(page: Any) -> str:
