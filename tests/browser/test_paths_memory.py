@@ -4,6 +4,7 @@ memory and open them on the Graph Memory page."""
 from __future__ import annotations
 
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,10 @@ def wait_focus(page: Any, field: str, at_least: int) -> None:
 
 
 def open_paths_why(page: Any, app_url: str) -> None:
-    page.goto(app_url + "/")
+    """The Paths page in its why-connected mode, by its link (the sidebar's own links are walked by test_context)."""
+    page.goto(app_url + "/paths?" + urllib.parse.urlencode({"mode": "Why are these connected?"}))
     page.get_by_test_id("stSidebar").wait_for()
-    page.get_by_role("link", name="Paths").click()
-    page.get_by_text("Why are these connected?").click(timeout=90_000)  # a cold server opens the graph first
-    page.get_by_text("From entity").wait_for()
+    page.get_by_text("From entity").wait_for(timeout=90_000)  # a cold server opens the graph first
 
 
 def test_why_connected_shows_ranked_paths_beside_the_graph_and_highlights_a_pick(

@@ -198,7 +198,7 @@ def test_team_mode_signs_in_through_a_real_provider_and_refuses_what_a_role_does
     # --- Bob, admin: each of those is his to do -----------------------------------------------------------------
     sign_in(page, url, "bob")
     page.goto(f"{url}/?graph={HOSTILE_GRAPH}")
-    page.get_by_text("Graph hostile").wait_for()
+    page.get_by_text("Graph hostile").first.wait_for()
     page.goto(f"{url}/memory?tenant=team-b&ns=default&gid={team['secret_gid']}")
     page.get_by_text(SECRET_TITLE).first.wait_for(state="attached")
     page.goto(f"{url}/labels?graph=demo&set=team")
