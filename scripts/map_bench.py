@@ -40,6 +40,7 @@ from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, free_port,
 MUSIQUE = ROOT.parent / "shared" / "data" / "hipporag_musique_train"
 SYNTH = {"1k": (1_000, 10_000, 1_000), "100k": (100_000, 1_000_000, 100_000)}  # entities, relations, chunks
 GRAPH = {"1k": "synth1k", "musique": "musique", "100k": "synth100k"}  # graph names (data dir: work/kgNAME)
+SHOT_ENTITY = {"musique": "Arnold Schwarzenegger"}  # --shots: the entity found for the zoomed-in picture
 TIMEOUT_MS = 600_000
 DRAWN = """() => { const r = document.querySelector('.kgm-root');
     return r && r.dataset.kgDrawn && r.dataset.kgDrawn === r.dataset.kgRev && r.dataset.kgMode; }"""
@@ -135,7 +136,7 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def measure(browser: Any, url: str, name: str, query: str, repeat: int) -> dict[str, Any]:
+def measure(browser: Any, url: str, name: str, query: str, repeat: int, shots: Path | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"graph": name}
     stage = "warm-up"
     page = browser.new_page(viewport=VIEWPORT)
@@ -167,6 +168,8 @@ def measure(browser: Any, url: str, name: str, query: str, repeat: int) -> dict[
             warm.append((time.perf_counter() - start) * 1000)
             fresh.close()
         row["first_warm"] = warm
+        if shots is not None:  # the README's pictures: the whole map, then a hub's neighbourhood zoomed in
+            page.locator(".kgm-root").screenshot(path=str(shots / f"map-{name}-out.png"))
         stage = "pan and zoom"
         time.sleep(1.0)
         row["pan_out"] = [move(page, "pan") for _ in range(repeat)]
@@ -179,6 +182,18 @@ def measure(browser: Any, url: str, name: str, query: str, repeat: int) -> dict[
         page.evaluate(NEAR, hubs[0])
         page.wait_for_function(DRAWN, timeout=TIMEOUT_MS)
         time.sleep(0.5)
+        if shots is not None:  # zoomed in, as an analyst gets there: the find box, Enter (centred and selected)
+            found = page.get_by_placeholder("Find an entity")
+            found.fill(SHOT_ENTITY.get(name) or page.evaluate(
+                "i => document.querySelector('.kgm-root').kgMap.model.names[i]", hubs[0]))
+            found.press("Enter")
+            page.wait_for_function("() => document.querySelector('.kgm-root').dataset.kgMode === 'entities'",
+                                   timeout=60_000)
+            time.sleep(1.5)
+            page.locator(".kgm-root").screenshot(path=str(shots / f"map-{name}-in.png"))
+            page.locator(".kgm-root .kgv-close").click()
+            page.evaluate(NEAR, hubs[0])
+            page.wait_for_function(DRAWN, timeout=TIMEOUT_MS)
         row["pan_in"] = [move(page, "pan") for _ in range(repeat)]
         clicks = []
         for i in hubs[1: repeat + 1]:
@@ -243,6 +258,8 @@ def main() -> None:
     parser.add_argument("--graphs", default="1k,musique,100k")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "data" / "run" / "map-bench")
+    parser.add_argument("--shots", type=Path, default=None,
+                        help="save each graph's map zoomed out and in as DIR/map-NAME-out.png and -in.png")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -274,7 +291,7 @@ def main() -> None:
                 warm.goto(url + "/")
                 warm.get_by_test_id("stSidebarNav").wait_for(timeout=TIMEOUT_MS)
                 warm.close()
-                rows.append(measure(browser, url, name, query, args.repeat))
+                rows.append(measure(browser, url, name, query, args.repeat, args.shots))
                 browser.close()
         finally:
             proc.terminate()
