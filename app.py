@@ -16,25 +16,23 @@ def team_configured() -> bool:
     return bool(os.environ.get("KG_ACCESS_FILE")) or bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
 
 
-# The page config first, with a local icon: after st.navigation the page's ":material/...:" icon would be the
-# favicon, and the browser would fetch it from fonts.gstatic.com (the app reaches nothing off this machine).
-st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
-
-# st.navigation comes next, before the shell's imports: a server's first run
+# st.navigation is the first Streamlit call, before the page config and the shell's imports: a server's first run
 # starts in Streamlit's older pages-folder mode (there is a pages/ folder) until this call turns it off for the
 # process, and a click that reruns before it (any st call is a point where a rerun takes over; a cold start imports
 # for seconds) would leave every session in that mode: pages run without this shell (no graph picker, no graph
 # view library). Search is served at the app's root; its own name, /search, is an alias that opens it with the
 # link's parameters. Team mode must know who is signed in before it (the menu is hidden until then, the Audit log
-# page listed for admins only), so there the shell's imports come first.
-search_page = st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="kg-search", default=True)
+# page listed for admins only), so there the shell's imports come first. The pages have no icons: the page config
+# comes after st.navigation, which would make a page's ":material/...:" icon the favicon, fetched from
+# fonts.gstatic.com (the app reaches nothing off this machine; the page config's local icon replaces the default).
+search_page = st.Page("pages/search.py", title="Search", url_path="kg-search", default=True)
 
 
 def search_alias() -> None:
     st.switch_page(search_page, query_params=st.query_params.to_dict())
 
 
-data_page = st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="data")
+data_page = st.Page("pages/data.py", title="Data", url_path="data")
 manage = [data_page]
 signed_out = False
 if team_configured():
@@ -44,29 +42,31 @@ if team_configured():
     gate = app_state.access(app_state.shell_settings())
     signed_out = isinstance(gate, SignIn)  # nobody signed in, not allowed in, or a half set-up
     if not signed_out and gate.allows("audit"):
-        manage.append(st.Page("pages/audit.py", title="Audit log", icon=":material/policy:", url_path="audit"))
+        manage.append(st.Page("pages/audit.py", title="Audit log", url_path="audit"))
 nav = st.navigation(
     {
         "Explore": [
             search_page,
-            st.Page("pages/paths.py", title="Paths", icon=":material/route:", url_path="paths"),
-            st.Page("pages/map.py", title="Map", icon=":material/map:", url_path="map"),
-            st.Page("pages/memory.py", title="Graph Memory", icon=":material/inventory_2:", url_path="memory"),
-            st.Page("pages/query.py", title="Query", icon=":material/terminal:", url_path="query"),
-            st.Page("pages/communities.py", title="Communities", icon=":material/groups:", url_path="communities"),
+            st.Page("pages/paths.py", title="Paths", url_path="paths"),
+            st.Page("pages/map.py", title="Map", url_path="map"),
+            st.Page("pages/memory.py", title="Graph Memory", url_path="memory"),
+            st.Page("pages/query.py", title="Query", url_path="query"),
+            st.Page("pages/communities.py", title="Communities", url_path="communities"),
             st.Page(search_alias, title="Search", url_path="search", visibility="hidden"),
         ],
         "Curate": [
-            st.Page("pages/curation.py", title="Curation", icon=":material/edit_note:", url_path="curation"),
+            st.Page("pages/curation.py", title="Curation", url_path="curation"),
         ],
         "Evaluate": [
-            st.Page("pages/rerank.py", title="Rerank Inspector", icon=":material/leaderboard:", url_path="rerank"),
-            st.Page("pages/labels.py", title="Labeling", icon=":material/checklist:", url_path="labels"),
+            st.Page("pages/rerank.py", title="Rerank Inspector", url_path="rerank"),
+            st.Page("pages/labels.py", title="Labeling", url_path="labels"),
         ],
         "Manage": manage,
     },
     position="hidden" if signed_out else "sidebar",
 )
+# A local icon, after st.navigation (see above).
+st.set_page_config(page_title="KG Lens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 import app_state  # noqa: E402 - after st.navigation, see above
 from components import communities_view, graph_live, link_params, paths_view, rerank_view, search_form  # noqa: E402
 from components.sidebar import render_sidebar  # noqa: E402
