@@ -565,12 +565,19 @@ def cover(layout: Layout, node_ids: Sequence[str], src: np.ndarray, dst: np.ndar
     if len(new):
         rng = np.random.default_rng(SEED)
         extent = float(np.abs(layout.xy).max()) + UNIT if len(layout.xy) else UNIT
-        ends = np.concatenate([src, dst]), np.concatenate([dst, src])
+        # one pass over the relations: each new entity's placed neighbours (their sum, count and the first one)
+        a, b = np.concatenate([src, dst]).astype(np.int64), np.concatenate([dst, src]).astype(np.int64)
+        keep = ~known[a] & known[b]
+        a, b = a[keep], b[keep]
+        total = np.zeros((n, 2), dtype=np.float64)
+        np.add.at(total, a, xy[b])
+        count = np.bincount(a, minlength=n)
+        first = np.full(n, -1, dtype=np.int64)
+        first[a[::-1]] = b[::-1]  # the last write wins: the first neighbour in relation order
         for k, i in enumerate(new):
-            placed = ends[1][(ends[0] == i) & known[ends[1]]] if len(src) else np.empty(0, dtype=np.int64)
-            if len(placed):
-                xy[i] = xy[placed].mean(axis=0) + rng.normal(0.0, UNIT / 2, 2)
-                region[i], subregion[i] = region[placed[0]], subregion[placed[0]]
+            if count[i]:
+                xy[i] = total[i] / count[i] + rng.normal(0.0, UNIT / 2, 2)
+                region[i], subregion[i] = region[first[i]], subregion[first[i]]
             else:
                 angle = 2 * math.pi * k / len(new)
                 xy[i] = (extent * math.cos(angle), extent * math.sin(angle))
