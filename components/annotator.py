@@ -32,7 +32,10 @@ export default function ({ data, setStateValue }) {
   const KEY = "kglens.annotator";
   let stored = "";
   try { stored = window.sessionStorage.getItem(KEY) || ""; } catch (e) { stored = ""; }
-  if (!data || !data.known) { setStateValue("stored", stored); return; }
+  // Python has no name yet (none typed, none given back): hand over what this tab remembers, if anything. An
+  // empty memory sends nothing: every value sent reruns the page, and a rerun that lands after a click on a page
+  // link takes the analyst back to the page they were leaving.
+  if (!data || !data.known) { if (stored) setStateValue("stored", stored); return; }
   try {
     if (data.name) window.sessionStorage.setItem(KEY, data.name);
     else window.sessionStorage.removeItem(KEY);
@@ -113,7 +116,8 @@ def annotator_box(who: Signed | None = None, sign_out: Callable[[], None] | None
         problem = annotator_error(raw)
         if problem:
             st.error(f"Grading is off: {md_literal(problem)}", icon=":material/error:")
-        _MEMORY(key=MEMORY, data={"known": bool(st.session_state.get(KNOWN)), "name": "" if problem else raw},
+        known = bool(st.session_state.get(KNOWN)) or NAME in st.session_state  # restored, or typed in this session
+        _MEMORY(key=MEMORY, data={"known": known, "name": "" if problem else raw},
                 on_stored_change=_restore, height=0)
 
 

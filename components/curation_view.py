@@ -4,6 +4,7 @@ crash recovery or the last re-import did. Everything is done through the page's 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pandas as pd
@@ -72,7 +73,9 @@ def render_duplicates(cur: Curation) -> None:
         label = f"{c.score:.2f} · {short(c.keep_name, 60)} ← {short(c.other_name, 60)}"
         with st.expander(md_literal(label), expanded=n == 0):
             st.markdown(_evidence(c))
-            _merge_form(cur, c, queued.get((c.keep, c.other)), key=f"dup-{n}-{c.keep}-{c.other}")
+            # keyed by the pair, not its place: a pair above that leaves the list must not reset this form (nor
+            # lose a click made on it while the page reruns)
+            _merge_form(cur, c, queued.get((c.keep, c.other)), key=f"dup-{json.dumps([c.keep, c.other])}")
 
 
 def _merge_form(cur: Curation, c: Candidate, queued: MergeEntities | None, key: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from retrieval.evaluation.labels import LabelStore
 from retrieval.evaluation.querysets import import_queries
@@ -333,3 +334,48 @@ def test_a_click_during_a_cold_first_view_keeps_the_app_shell(browser: Any, tmp_
         nav = page.get_by_test_id("stSidebarNav").inner_text()
         assert "Explore" in nav and "Manage" in nav, f"the app shell's navigation is gone: {nav!r}"
         context.close()
+
+
+def test_a_fresh_tab_sends_no_rerun_after_its_first_view_so_a_page_link_click_is_not_undone(
+    page: Any, app_url: str
+) -> None:
+    """Found by CI: a click on "Paths" just after Search had drawn came back to Search. A value a component sends
+    reruns the page the browser is on until the server has answered a page switch, so a rerun sent after the click
+    ran Search again. The annotator's memory sent one on every first view, even with nothing remembered; now only a
+    remembered name is handed back (that rerun is what restores it)."""
+    sent: list[str] = []
+
+    def on_socket(ws: Any) -> None:
+        ws.on("framesent", lambda payload: sent.append(back_message(payload)))
+
+    page.on("websocket", on_socket)
+    open_page(page, f"{app_url}/?graph=demo")
+    time.sleep(2.0)  # the components have mounted and sent what they send
+    reruns = [kind for kind in sent if kind == "rerun_script"]
+    assert len(reruns) == 1, f"a fresh tab's first view sent {len(reruns)} reruns (only the load's is due): {sent}"
+    page.locator(SIDEBAR).get_by_role("link", name="Paths").click()
+    page.wait_for_url("**/paths**", timeout=30_000)
+    page.get_by_placeholder("Type to search", exact=False).first.wait_for(timeout=60_000)
+    time.sleep(1.0)
+    assert "/paths" in page.url, f"the click on Paths was undone: {page.url}"
+
+    # a remembered name still comes back (one rerun, the restore's) after a reload
+    box = page.get_by_role("textbox", name="Annotator")
+    box.fill("ria")
+    box.press("Enter")
+    page.wait_for_function("() => sessionStorage.getItem('kglens.annotator') === 'ria'", timeout=30_000)
+    sent.clear()
+    page.reload()
+    page.get_by_placeholder("Type to search", exact=False).first.wait_for(timeout=60_000)
+    settle(page)
+    expect(page.get_by_role("textbox", name="Annotator")).to_have_value("ria", timeout=30_000)
+    assert sent.count("rerun_script") == 2, f"a reload with a remembered name: {sent}"
+
+
+def back_message(payload: str | bytes) -> str:
+    """The kind of a message the browser sent to Streamlit's server (its BackMsg's `type`)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    if isinstance(payload, str):
+        return "text"
+    return BackMsg.FromString(payload).WhichOneof("type") or "empty"

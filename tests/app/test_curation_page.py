@@ -1,0 +1,44 @@
+"""The Curation page in AppTest, on a copy of the pristine demo data dir (its actions change the graph)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from retrieval.embedding import Embedder
+from tests.app.conftest import APP
+from tests.app.graphs import build_app_data_dir
+
+PAIR = '"last-click-attribution", "multi-touch-attribution"'  # the demo's third duplicate candidate
+
+
+@pytest.fixture
+def own_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, embedder: Embedder,
+            tmp_path: Path) -> Path:
+    data_dir = tmp_path / "kg"
+    shutil.copytree(build_app_data_dir(tmp_path_factory, embedder, pristine=True), data_dir, symlinks=True)
+    monkeypatch.setenv("KG_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    return data_dir
+
+
+def test_a_merge_form_keeps_what_the_analyst_wrote_when_a_pair_above_it_leaves_the_list(own_env: Path) -> None:
+    """Found by the browser test of the GraphRAG index: each merge form was keyed by its place in the list, so when
+    a pair above it left (merged, batched, not duplicates) its widgets became new ones: the description being edited
+    went back to the default, and a click landing during that run was lost."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/curation.py").run()
+    mine = next(t for t in at.text_area if t.key and PAIR in t.key)
+    mine.input("The analyst's own wording of the merged description.").run()
+    first = next(b for b in at.button if b.key and b.key.endswith("-not"))
+    assert PAIR not in str(first.key)
+    first.click().run()
+    assert "not duplicates" in " ".join(s.value for s in at.success)
+    kept = [t.value for t in at.text_area if t.key and PAIR in t.key]
+    assert kept == ["The analyst's own wording of the merged description."], kept
+    next(b for b in at.button if b.key and PAIR in b.key and b.key.endswith("-merge")).click().run()
+    assert not at.exception and any("merge" in s.value for s in at.success), [s.value for s in at.success]
