@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import streamlit as st
@@ -286,7 +287,30 @@ def embedder(model: str) -> Embedder:
 
 
 def _close(kg: KG) -> None:
+    with _ATTACHED_LOCK:
+        for key in [k for k in _ATTACHED if k[0] == id(kg)]:
+            del _ATTACHED[key]
     kg.close()
+
+
+# What belongs to one opened KG (its curator, its rerankers): made on first use, remade when `stamp` (the revision)
+# changes, dropped when the open-graph cache closes the KG. A cache keyed by the graph's name and version instead kept
+# the first KG opened under them: a closed one once the open-graph cache had let it go.
+_ATTACHED: dict[tuple[int, str], tuple[KG, str, object]] = {}
+_ATTACHED_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+def _attached(kg: KG, what: str, make: Callable[[], T], stamp: str = "") -> T:
+    with _ATTACHED_LOCK:
+        found = _ATTACHED.get((id(kg), what))
+    if found is None or found[0] is not kg or found[1] != stamp:
+        made = make()  # outside the lock: building rerankers takes a while
+        with _ATTACHED_LOCK:
+            found = _ATTACHED.setdefault((id(kg), what), (kg, stamp, made))
+            if found[0] is not kg or found[1] != stamp:
+                found = _ATTACHED[(id(kg), what)] = (kg, stamp, made)
+    return found[2]  # type: ignore[return-value]
 
 
 @st.cache_resource(max_entries=4, on_release=_close, show_spinner="Opening the graph…")
@@ -296,7 +320,7 @@ def _open_kg(_cfg: Settings, data_dir: str, name: str, version: str, backends: t
     if handle.version != version:  # re-ingested between resolve and open: open exactly what was asked
         raise NotFoundError(f"graph {name!r} moved from version {version} to {handle.version}; reload the page")
     kg = KG(_cfg, handle, embedder(_cfg.embed_model))
-    _curator(kg, name, version)  # a changeset a crash left half-written is rolled back before anything reads
+    _curator(kg)  # a changeset a crash left half-written is rolled back before anything reads
     warm_up(kg, _draw)
     return kg
 
@@ -585,15 +609,14 @@ def live_graph(kg: KG, *, editable: bool = True) -> LiveGraph:
 # --- curation: one Curator per opened graph version; every edit authorised on the server ----------------
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _curator(_kg: KG, name: str, version: str) -> Curator:
-    return Curator(_kg)
+def _curator(kg: KG) -> Curator:
+    return _attached(kg, "curator", lambda: Curator(kg))
 
 
 def curator(kg: KG) -> Curator:
     """The curator of the opened graph; it first catches up with changes another process made (server back
     ends shared with the CLI): one small read when there are none, so every session sees every change."""
-    found = _curator(kg, kg.name, kg.version)
+    found = _curator(kg)
     found.refresh()
     return found
 
@@ -824,9 +847,8 @@ def evaluate_labelled(
     return evaluate(labels, runs.runs, (k,), compare=compare), runs.runs
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _base_rerankers(_cfg: Settings, _kg: KG, graph: str, version: str) -> dict[str, Reranker]:
-    found = build_rerankers(_cfg, _kg.embedder, _kg, kg_fact_vectors(_kg))
+def _build_rerankers(cfg: Settings, kg: KG) -> dict[str, Reranker]:
+    found = build_rerankers(cfg, kg.embedder, kg, kg_fact_vectors(kg))
     found.pop("cross_encoder", None)  # the app-wide probe (loaded in the background) is used instead
     if "llm" in found:
         found["llm"] = Memo(found["llm"])
@@ -848,7 +870,7 @@ class RerankerSet:
 
 def rerankers(cfg: Settings, kg: KG, alpha: float, lambda_: float) -> RerankerSet:
     """none, graph(α, 1−α), mmr(λ), the cross-encoder when loaded and the LLM with a Gemini key."""
-    base = _base_rerankers(cfg, kg, kg.name, kg.revision)
+    base = _attached(kg, "rerankers", lambda: _build_rerankers(cfg, kg), stamp=kg.revision)
     graph = base["graph"]
     mmr = base["mmr"]
     assert isinstance(graph, GraphReranker) and isinstance(mmr, MMRReranker)

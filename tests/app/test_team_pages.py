@@ -4,6 +4,7 @@ browser tier (tests/browser/test_team.py) walks the same with a real provider an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from retrieval.answer.fewshot import FewShotManager
 from retrieval.embedding import Embedder
 from retrieval.evaluation.labels import ADJUDICATED, LabelStore
 from retrieval.graph import catalog
-from tests.app.conftest import APP
+from tests.app.conftest import APP, clear_caches
 from tests.app.grading import grader_data, send_grades
 from tests.app.graphs import HOSTILE_GRAPH, SECRET_TITLE, team_data_dir
 from tests.oidc_provider import write_access_file
@@ -28,13 +29,17 @@ AUTH = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret":
 
 
 @pytest.fixture(scope="module")
-def team_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> dict[str, Any]:
+def team_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[dict[str, Any]]:
+    """The team data dir, on caches of its own: its `demo` is merged, and its results are keyed like those of the
+    shared dir's `demo` (see `clear_caches`)."""
     seeded = team_data_dir(tmp_path_factory, embedder, tmp_path_factory.mktemp("team") / "kg")
     grants = [{"role": role, "users": [email], "graphs": ["demo"], "tenants": ["team-a"]}
               for role, email in USERS.items() if role != "admin"]
     grants.append({"role": "admin", "users": [USERS["admin"]], "graphs": ["*"], "tenants": ["*"]})
     seeded["access"] = write_access_file(Path(str(seeded["data_dir"])).parent / "access.toml", grants)
-    return seeded
+    clear_caches()
+    yield seeded
+    clear_caches()
 
 
 @pytest.fixture

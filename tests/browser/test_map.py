@@ -105,7 +105,9 @@ def test_the_map_draws_zooms_out_lights_a_search_and_opens_details(page: Any, ap
     assert state["names"][seed] in text and "PPR in this search" in text and "Relations (" in text
     assert panel.get_by_role("button", name="Open here").is_visible()
 
-    # a double-click: its neighbourhood in the live view, on Paths' Explore
+    # a double-click: its neighbourhood in the live view, on Paths' Explore (once the details' run is over: a person
+    # reads them first)
+    page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=60_000)
     pt = page.evaluate(ENTITY_POINT, seed)
     page.mouse.dblclick(pt["x"], pt["y"])
     page.wait_for_url(lambda url: "/paths" in url and "start=" in url, timeout=60_000)

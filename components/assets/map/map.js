@@ -779,7 +779,9 @@ class MapView {
 
   choose(i) { // select an entity (its details come back from Python), or none
     const now = Date.now();
-    if (i === this.selected && i >= 0 && now - (this.chosenAt || 0) < 300) return; // a double-click's first click
+    // the entity shown already (a double-click's first click, or a click on it again): nothing to ask Python, and a
+    // "select" sent then could land in the same rerun as the double-click's "open", where only the last is kept
+    if (i === this.selected && i >= 0 && (!this.panel.hidden || now - (this.chosenAt || 0) < 300)) return;
     this.chosenAt = now;
     this.selected = i;
     if (i < 0) { this.panel.hidden = true; this.panel.replaceChildren(); }
