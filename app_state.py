@@ -302,14 +302,15 @@ T = TypeVar("T")
 
 
 def _attached(kg: KG, what: str, make: Callable[[], T], stamp: str = "") -> T:
+    key = (id(kg), what)  # an entry holds its KG, so no other object takes this id while the entry lives
     with _ATTACHED_LOCK:
-        found = _ATTACHED.get((id(kg), what))
-    if found is None or found[0] is not kg or found[1] != stamp:
-        made = make()  # outside the lock: building rerankers takes a while
-        with _ATTACHED_LOCK:
-            found = _ATTACHED.setdefault((id(kg), what), (kg, stamp, made))
-            if found[0] is not kg or found[1] != stamp:
-                found = _ATTACHED[(id(kg), what)] = (kg, stamp, made)
+        found = _ATTACHED.get(key)
+    if found is None or found[1] != stamp:
+        made = (kg, stamp, make())  # outside the lock: building rerankers takes a while
+        with _ATTACHED_LOCK:  # of two sessions making it at once, the first one stored is kept
+            found = _ATTACHED.get(key)
+            if found is None or found[1] != stamp:
+                found = _ATTACHED[key] = made
     return found[2]  # type: ignore[return-value]
 
 

@@ -573,7 +573,8 @@ def cover(layout: Layout, node_ids: Sequence[str], src: np.ndarray, dst: np.ndar
         np.add.at(total, a, xy[b])
         count = np.bincount(a, minlength=n)
         first = np.full(n, -1, dtype=np.int64)
-        first[a[::-1]] = b[::-1]  # the last write wins: the first neighbour in relation order
+        ids, pos = np.unique(a, return_index=True)  # each new entity's first placed neighbour, in relation order
+        first[ids] = b[pos]
         for k, i in enumerate(new):
             if count[i]:
                 xy[i] = total[i] / count[i] + rng.normal(0.0, UNIT / 2, 2)

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.access import AuditLog
 from retrieval.answer.fewshot import FewShotManager
+from retrieval.curation.log import CurationLog, has_log
 from retrieval.embedding import Embedder
 from retrieval.evaluation.labels import ADJUDICATED, LabelStore
 from retrieval.graph import catalog
@@ -236,11 +237,15 @@ def test_curation_needs_the_curator_role_and_is_recorded_under_the_signed_in_ide
         next(b for b in at.button if b.key and b.key.endswith("-merge")).click().run()
         return at
 
+    data_dir = Path(str(team_env["data_dir"]))
     refused = merge(USERS["annotator"])
     assert "Editing a graph needs the curator role on graph 'demo'" in shown(refused)
     assert (USERS["annotator"], "edit", "refused") in audit(team_env)
+    assert not has_log(data_dir, "demo") or not CurationLog(data_dir, "demo").changesets(limit=5)
     done = merge(USERS["curator"])
     assert "Editing a graph needs" not in shown(done) and f"you edit as **{USERS['curator']}**" in shown(done)
-    entries = [e for e in AuditLog.in_data_dir(Path(str(team_env["data_dir"]))).entries()
+    [changeset] = CurationLog(data_dir, "demo").changesets(limit=5)
+    assert changeset.author == USERS["curator"] and changeset.action == "edit"
+    entries = [e for e in AuditLog.in_data_dir(data_dir).entries()
                if e.actor == USERS["curator"] and e.action == "edit"]
     assert [e.outcome for e in entries] == ["ok"] and entries[0].detail.startswith("changeset #")

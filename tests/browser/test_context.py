@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
+from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from retrieval.evaluation.labels import LabelStore
 from retrieval.evaluation.querysets import import_queries
@@ -374,8 +375,6 @@ def test_a_fresh_tab_sends_no_rerun_after_its_first_view_so_a_page_link_click_is
 
 def back_message(payload: str | bytes) -> str:
     """The kind of a message the browser sent to Streamlit's server (its BackMsg's `type`)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
     if isinstance(payload, str):
         return "text"
     return BackMsg.FromString(payload).WhichOneof("type") or "empty"

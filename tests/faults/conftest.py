@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from retrieval.config import Settings
 from retrieval.embedding import HashEmbedder
 from retrieval.graph import catalog
 from retrieval.ingest.build import ingest
-from tests.app.conftest import APP
+from tests.app.conftest import APP, clear_caches
 from tests.app.grading import grader_data
 from tests.conftest import DEMO_BUNDLE, ROOT
 
@@ -79,15 +78,13 @@ def app_env(env: dict[str, str]) -> Iterator[None]:
     """Run AppTest under `env`, on fresh caches: cached graphs of other data dirs are closed (so a CLI process
     can open their Milvus Lite files) and no result is served from another data dir's cache."""
     saved = dict(os.environ)
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    clear_caches()
     os.environ.clear()
     os.environ.update(env)
     try:
         yield
     finally:
-        st.cache_resource.clear()  # closes this app's graphs: releases Milvus Lite and Kuzu for the CLI
-        st.cache_data.clear()
+        clear_caches()  # closes this app's graphs: releases Milvus Lite and Kuzu for the CLI
         os.environ.clear()
         os.environ.update(saved)
 
