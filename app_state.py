@@ -607,7 +607,7 @@ def live_graph(kg: KG, *, editable: bool = True) -> LiveGraph:
     )
 
 
-# --- curation: one Curator per opened graph version; every edit authorised on the server ----------------
+# --- curation: one Curator per opened graph (`_attached`); every edit authorised on the server ----------------
 
 
 def _curator(kg: KG) -> Curator:
