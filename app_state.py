@@ -17,7 +17,16 @@ from typing import TypeVar
 import numpy as np
 import streamlit as st
 
-from retrieval.access import LOCAL_GATE, AccessPolicy, AuditLog, Gate, Identity, identity_for, load_policy
+from retrieval.access import (
+    LOCAL_GATE,
+    AccessPolicy,
+    AuditLog,
+    Gate,
+    Identity,
+    identity_for,
+    load_policy,
+    unresolved,
+)
 from retrieval.config import DEMO_DIR, Settings
 from retrieval.curation.access import authorise
 from retrieval.curation.apply import Curator
@@ -149,8 +158,14 @@ def access(cfg: Settings) -> Gate | SignIn:
     try:
         log = audit_log(cfg)
         who = identity(cfg, st.user.to_dict())
-    except (AccessDenied, ConfigError) as exc:
-        return SignIn(problem=str(exc), who=str(st.user.get("email") or st.user.get("sub") or ""))
+    except ConfigError as exc:
+        return SignIn(problem=str(exc), who=unresolved(st.user.to_dict()))
+    except AccessDenied as exc:  # claims that name nobody: logged under a name no identity can have
+        label = unresolved(st.user.to_dict())
+        if st.session_state.get(LOGIN_AUDITED) != label:
+            log.record(label, "login", outcome="refused", detail=str(exc))
+            st.session_state[LOGIN_AUDITED] = label
+        return SignIn(problem=str(exc), who=label)
     if st.session_state.get(LOGIN_AUDITED) != who.key:
         log_sign_in(log, who, st.user.get("iat"))
         st.session_state[LOGIN_AUDITED] = who.key

@@ -3,10 +3,19 @@
 
 from retrieval.access.audit import AuditEntry, AuditLog
 from retrieval.access.gate import LOCAL_GATE, Gate, Permit
-from retrieval.access.policy import LOCAL, AccessPolicy, Identity, authorize, identity_for, load_policy, refusal
+from retrieval.access.policy import (
+    LOCAL,
+    AccessPolicy,
+    Identity,
+    authorize,
+    identity_for,
+    load_policy,
+    refusal,
+    unresolved,
+)
 from retrieval.access.roles import ACTIONS, Role
 
 __all__ = [
     "ACTIONS", "LOCAL", "LOCAL_GATE", "AccessPolicy", "AuditEntry", "AuditLog", "Gate", "Identity", "Permit", "Role",
-    "authorize", "identity_for", "load_policy", "refusal",
+    "authorize", "identity_for", "load_policy", "refusal", "unresolved",
 ]

@@ -17,7 +17,9 @@ graph (tenant) or `*`. Nothing is granted by default: a signed-in user whom no g
 from __future__ import annotations
 
 import re
+import string
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,26 +125,72 @@ def _groups(value: object) -> tuple[str, ...]:
     return ()
 
 
-def identity_for(policy: AccessPolicy, claims: Mapping[str, Any]) -> Identity:
-    """The identity of a signed-in user from their ID-token claims (`sub`, `email`, `name`, the groups claim).
+def email_verified(claims: Mapping[str, Any]) -> bool:
+    """Whether the provider vouches for the e-mail: `email_verified` is JSON `true`, or the string "true" that some
+    providers send (AWS Cognito); anything else, a missing claim included, is unverified."""
+    value = claims.get("email_verified")
+    return value is True or value == "true"
 
-    The key is the e-mail (unless the provider says it is unverified), else the subject. An e-mail matches a grant's
-    users case-insensitively, the subject exactly.
+
+def claim_problem(value: str) -> str:
+    """Why a claim cannot name a user as it is ('' if it can). Claims are never trimmed, collapsed or folded: one
+    that white space, control or format characters (U+202E, U+200B ...) or Unicode normalisation would change could
+    be shown as, or turned into, another user's identity."""
+    if not value:
+        return "it is empty"
+    odd = next((c for c in value if c.isspace() or unicodedata.category(c)[0] in "CZ"), None)
+    if odd is not None:
+        return f"it holds {unicodedata.name(odd, f'U+{ord(odd):04X}')} (U+{ord(odd):04X})"
+    if not unicodedata.is_normalized("NFC", value):
+        return "it is not in Unicode NFC form"
+    if len(value) > MAX_KEY_CHARS:
+        return f"it is longer than {MAX_KEY_CHARS} characters"
+    return ""
+
+
+def _ascii_lower(text: str) -> str:
+    """A-Z to a-z and nothing else: e-mail addresses are matched ignoring ASCII case only (casefold would make
+    'straße' 'strasse' and the Kelvin sign 'k', merging different addresses)."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def identity_for(policy: AccessPolicy, claims: Mapping[str, Any]) -> Identity:
+    """The identity of a signed-in user from their ID-token claims (`sub`, `email`, `email_verified`, `name`, the
+    groups claim).
+
+    The key is the e-mail exactly as the provider sent it when the provider says it is verified (`email_verified`),
+    else the subject. A claim that is not already canonical (`claim_problem`) is refused, never normalised onto
+    someone else's. An e-mail matches a grant's users ignoring ASCII case only, the subject exactly.
     """
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise AccessDenied("the identity provider gave no subject (`sub`) for this user")
+    problem = claim_problem(subject)
+    if problem:
+        raise AccessDenied(f"the identity provider's subject claim {ascii(subject)[:200]} cannot name a user: "
+                           f"{problem}. KG Lens compares identities exactly and does not normalise them.")
     email = claims.get("email")
-    email = email if isinstance(email, str) and email and claims.get("email_verified") is not False else ""
-    key = " ".join((email or subject).split())
-    if len(key) > MAX_KEY_CHARS or key in RESERVED_KEYS:
-        raise AccessDenied(f"the identity {key[:200]!r} cannot name an annotator (at most {MAX_KEY_CHARS} "
-                           f"characters, not one of {', '.join(RESERVED_KEYS)})")
+    email = email if isinstance(email, str) and email and email_verified(claims) else ""
+    if email:
+        local, at, domain = email.rpartition("@")
+        problem = claim_problem(email) or ("" if at and local and domain and "@" not in local
+                                           else "it is not one address of the form local@domain")
+        if problem:
+            raise AccessDenied(f"the identity provider's e-mail claim {ascii(email)[:200]} cannot name a user: "
+                               f"{problem}. KG Lens compares identities exactly and does not normalise them; "
+                               "ask the provider's administrator to correct the address.")
+    key = email or subject
+    if key in RESERVED_KEYS:
+        raise AccessDenied(f"the identity {key!r} cannot name an annotator (it is one of {', '.join(RESERVED_KEYS)})")
     groups = _groups(claims.get(policy.groups_claim))
     graphs: dict[str, Role] = {}
     tenants: dict[str, Role] = {}
+    mail = _ascii_lower(email)
     for grant in policy.grants:
-        named = subject in grant.users or (email and email.casefold() in {u.casefold() for u in grant.users})
+        named = subject in grant.users or (email and mail in {_ascii_lower(u) for u in grant.users})
         if not (named or set(groups) & set(grant.groups)):
             continue
         for table, names in ((graphs, grant.graphs), (tenants, grant.tenants)):
@@ -151,6 +199,12 @@ def identity_for(policy: AccessPolicy, claims: Mapping[str, Any]) -> Identity:
     name = claims.get("name")
     return Identity(key=key, name=name if isinstance(name, str) and name else key, email=email, subject=subject,
                     groups=groups, graphs=graphs, tenants=tenants)
+
+
+def unresolved(claims: Mapping[str, Any]) -> str:
+    """How the audit log names a sign-in whose claims `identity_for` refused: marked, and the subject escaped, so
+    that it can never read as another user's identity."""
+    return f"unresolved sign-in, subject {ascii(claims.get('sub'))[:150]}"
 
 
 def refusal(identity: Identity, name: str, *, graph: str | None = None, tenant: str | None = None) -> str:

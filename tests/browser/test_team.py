@@ -6,7 +6,9 @@
   her identity; she cannot import, delete, adjudicate, read tenant `team-b` or open graph `hostile`: each is tried in
   the UI (not offered, drawn disabled or read-only) and by a crafted link or a crafted websocket message that clicks
   the disabled button / sends the read-only list's state, and the server refuses it naming the role needed;
-- Bob (admin) signs in after her sign-out and can do each of those, and the audit log (page and CLI) lists both.
+- Bob's e-mail claimed unverified (`email_verified` the string "false") or with a trailing space is not Bob: no
+  role, and nothing logged under his name (issue 27);
+- Bob (admin) signs in after their sign-outs and can do each of those, and the audit log (page and CLI) lists both.
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ pytestmark = pytest.mark.browser
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
 USERS = {
-    "alice": {"email": ALICE, "name": "Alice Annotator", "groups": ["annotators"]},
-    "bob": {"email": BOB, "name": "Bob Admin", "groups": ["staff"]},
+    "alice": {"email": ALICE, "email_verified": True, "name": "Alice Annotator", "groups": ["annotators"]},
+    "bob": {"email": BOB, "email_verified": True, "name": "Bob Admin", "groups": ["staff"]},
+    # issue 27: Bob's e-mail claimed with `email_verified` as the *string* "false", and verified with a trailing space
+    "mallory": {"email": BOB, "email_verified": "false", "name": "Mallory"},
+    "trent": {"email": BOB + " ", "email_verified": True, "name": "Trent"},
 }
 GRANTS = [
     {"role": "annotator", "groups": ["annotators"], "graphs": ["demo"], "tenants": ["team-a"]},
@@ -198,6 +203,22 @@ def test_team_mode_signs_in_through_a_real_provider_and_refuses_what_a_role_does
     page.get_by_role("button", name="Sign in with").wait_for()
     assert ALICE not in body(page)
 
+    # --- Bob's e-mail, unverified (the string "false") or with a trailing space, is not Bob (issue 27) -----------
+    for who, why in (("mallory", "You are signed in as mallory, but the access file grants you no role"),
+                     ("trent", "e-mail claim 'bob@example.org ' cannot name a user")):
+        page.goto(url + "/")
+        page.get_by_role("button", name="Sign in with").click()
+        page.wait_for_url("**/oauth2/authorize**")
+        page.get_by_role("button", name=who, exact=True).click()
+        page.get_by_text(why).or_(page.get_by_text("Signed in")).first.wait_for(timeout=120_000)
+        run_over(page)
+        assert why in body(page) and page.get_by_test_id("stSidebarNav").count() == 0, (who, body(page)[:500])
+        assert [e for e in AuditLog.in_data_dir(data_dir).entries() if BOB in e.actor] == [], who
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url("**/end_session**")
+        page.get_by_role("button", name="End session").click()
+        page.get_by_role("button", name="Sign in with").wait_for()
+
     # --- Bob, admin: each of those is his to do -----------------------------------------------------------------
     sign_in(page, url, "bob")
     page.goto(f"{url}/?graph={HOSTILE_GRAPH}")
@@ -247,7 +268,9 @@ def test_team_mode_signs_in_through_a_real_provider_and_refuses_what_a_role_does
     for entry in [(ALICE, "login", "ok"), (ALICE, "adjudicate", "refused"), (ALICE, "import", "refused"),
                   (ALICE, "delete", "refused"), (ALICE, "activate", "refused"), (ALICE, "console", "ok"),
                   (ALICE, "view", "refused"), (ALICE, "memory_read", "refused"), (ALICE, "logout", "ok"),
-                  (BOB, "login", "ok"), (BOB, "adjudicate", "ok"), (BOB, "import", "ok"), (BOB, "delete", "ok")]:
+                  (BOB, "login", "ok"), (BOB, "adjudicate", "ok"), (BOB, "import", "ok"), (BOB, "delete", "ok"),
+                  ("mallory", "login", "refused"), ("mallory", "logout", "ok"),
+                  ("unresolved sign-in, subject 'trent'", "login", "refused")]:
         assert entry in log, entry
     # the app's pages reach nothing but 127.0.0.1 (the test provider's own sign-in page styles itself from a CDN)
     egress = [u for u, frame in page.requests if not frame.startswith(team["issuer"])

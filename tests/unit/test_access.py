@@ -59,7 +59,8 @@ def who(role: Role | None, *, graph: str = "demo", tenant: str = "team-a") -> Id
 
 def test_the_access_file_gives_roles_by_email_subject_and_group_claim(tmp_path: Path) -> None:
     policy = load_policy(policy_file(tmp_path))
-    alice = identity_for(policy, {"sub": "a-1", "email": "alice@example.org", "name": "Alice", "roles": ["staff"]})
+    alice = identity_for(policy, {"sub": "a-1", "email": "alice@example.org", "email_verified": True, "name": "Alice",
+                                  "roles": ["staff"]})
     assert alice.key == "alice@example.org" and alice.name == "Alice"
     assert alice.role("graph", "demo") == Role.ANNOTATOR  # the higher of her own grant and her group's
     assert alice.role("graph", "hostile") is None and alice.role("tenant", "team-b") is None
@@ -75,6 +76,58 @@ def test_the_access_file_gives_roles_by_email_subject_and_group_claim(tmp_path: 
         identity_for(policy, {"email": "x@example.org"})
     with pytest.raises(AccessDenied, match="cannot name an annotator"):
         identity_for(policy, {"sub": "adjudicated"})
+
+
+@pytest.mark.parametrize("verified", ["false", "False", "FALSE", "0", "no", "", "yes", 1, 0, None, [], {}, "true "])
+def test_only_an_email_verified_that_is_really_true_maps_an_email(tmp_path: Path, verified: object) -> None:
+    """Issue 27.1: a provider sending `email_verified` as the string "false" (or anything but true) gets the subject."""
+    policy = load_policy(policy_file(tmp_path))
+    claims = {"sub": "m-1", "email": "bob@example.org", **({} if verified is None else {"email_verified": verified})}
+    who = identity_for(policy, claims)
+    assert who.key == "m-1" and who.email == "" and not who.granted  # not Bob, not admin (Bob's grant is his subject)
+    admin = load_policy(policy_file(tmp_path, '[[grant]]\nrole = "admin"\nusers = ["bob@example.org"]\n'
+                                              'graphs = ["*"]\ntenants = ["*"]\n'))
+    assert identity_for(admin, claims).role("site") is None
+
+
+@pytest.mark.parametrize("verified", [True, "true"])
+def test_a_true_email_verified_maps_the_email(tmp_path: Path, verified: object) -> None:
+    policy = load_policy(policy_file(tmp_path))
+    who = identity_for(policy, {"sub": "a-1", "email": "alice@example.org", "email_verified": verified})
+    assert who.key == "alice@example.org" and who.role("graph", "demo") == Role.ANNOTATOR
+
+
+ADMIN_BOB = '[[grant]]\nrole = "admin"\nusers = ["bob@example.org", "kate@example.org", "strasse@example.org"]\n' \
+    'graphs = ["*"]\ntenants = ["*"]\n'
+
+
+@pytest.mark.parametrize("email", ["bob@example.org ", " bob@example.org", "bob@example.org\n", "bob @example.org",
+                                   "bob@example.org\u200b", "\u202ebob@example.org", "bob@example.org\x00",
+                                   "bob\u00a0@example.org", "jose\u0301@example.org",
+                                   "\u212aate@example.org", "bob", "bob@", "@example.org",
+                                   "bob@@example.org"])
+def test_an_email_claim_that_normalisation_would_change_is_refused(tmp_path: Path, email: str) -> None:
+    """Issue 27.2: a verified e-mail with white space, control or format characters, not in NFC, or not one
+    `local@domain` is refused: it is never trimmed or collapsed onto another user's identity."""
+    policy = load_policy(policy_file(tmp_path, ADMIN_BOB))
+    with pytest.raises(AccessDenied, match="e-mail claim") as err:
+        identity_for(policy, {"sub": "m-2", "email": email, "email_verified": True})
+    assert "bob@example.org" not in str(err.value).replace(ascii(email), "")  # named only as the claim it is
+    with pytest.raises(AccessDenied, match="subject"):
+        identity_for(policy, {"sub": "bob@example.org ", "email": "x@example.org", "email_verified": False})
+
+
+def test_claims_that_differ_stay_distinct_users(tmp_path: Path) -> None:
+    """Only ASCII letters compare case-insensitively against the access file; no other folding can merge claims."""
+    policy = load_policy(policy_file(tmp_path, ADMIN_BOB))
+    upper = identity_for(policy, {"sub": "b-2", "email": "BOB@example.org", "email_verified": True})
+    assert upper.key == "BOB@example.org" and upper.role("site") == Role.ADMIN  # the same mailbox, its own key
+    for email in ("\u017ftrasse@example.org",  # LATIN SMALL LETTER LONG S: casefold() makes it "s"
+                  "straße@example.org",  # casefold() makes it "strasse"
+                  "b\u043eb@example.org",  # Cyrillic o: a different address that looks the same
+                  "bob@example.org.evil.example"):
+        who = identity_for(policy, {"sub": "e-1", "email": email, "email_verified": True})
+        assert who.key == email and not who.granted, email
 
 
 @pytest.mark.parametrize(("text", "message"), [
