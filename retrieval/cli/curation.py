@@ -280,16 +280,22 @@ def _changes_commands(changes: typer.Typer) -> None:
     @changes.command("import")
     def import_cmd(file: Path, graph: str = GraphOpt, author: str = AuthorOpt, as_json: bool = JsonOpt,
                    data_dir: Path = DataDirOpt) -> None:
-        """Apply the edits in force of an exported log, in order; each is applied or skipped with the reason."""
-        from retrieval.curation.exchange import import_log, read_log
+        """Apply the edits in force of an exported log, in order; each is applied or skipped with the reason, and
+        recorded under --author (else the OS user), the file's author kept in its reason. The whole file is checked
+        first: a malformed line, an operation an edit would refuse or a file over the limits applies nothing."""
+        from retrieval.curation.exchange import check_log, import_log, read_log
 
+        with cli_errors():
+            check_log(file)  # streamed, before the graph is opened
+        lines = []
         with cli_errors(), curator_for(data_dir, graph) as curator:
-            lines = import_log(curator, read_log(file), author=author, source=file.name)
+            for ln in import_log(curator, read_log(file), author=author, source=file.name):
+                lines.append(ln)
+                if not as_json:
+                    typer.echo(f"#{ln.changeset} {ln.status}: {ln.reason}")
         if as_json:
             echo_json(lines)
             return
-        for ln in lines:
-            typer.echo(f"#{ln.changeset} {ln.status}: {ln.reason}")
         typer.echo(f"{sum(ln.status == 'applied' for ln in lines)} applied, "
                    f"{sum(ln.status == 'skipped' for ln in lines)} skipped")
 

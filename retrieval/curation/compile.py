@@ -31,6 +31,7 @@ from retrieval.curation.ops import (
     SetRelationType,
     SetRelationWeight,
     check_name,
+    check_op,
     check_text,
     check_type,
     check_weight,
@@ -454,6 +455,11 @@ def _add_documents(draft: Draft, op: AddDocuments) -> None:
             "aliases": tuple(dict.fromkeys([*old.aliases, *(a for a in e.aliases if _key(a) != _key(old.name))])),
             "description": old.description or e.description,
         }), e.id, before=old)
+    ends = sorted({i for r in op.relations for i in (r.source_id, r.target_id)})
+    missing = [i for i in ends if i not in draft.entities(ends)]
+    if missing:
+        raise NotFoundError(f"an added relation names no entity with id {missing[0]!r} in this graph or in the "
+                            "added documents")
     rels = draft.relations([r.id for r in op.relations])
     for r in op.relations:
         old_r = rels.get(r.id)
@@ -498,7 +504,9 @@ def _remove_document(draft: Draft, op: RemoveDocument) -> None:
 
 
 def apply_op(draft: Draft, op: Op) -> None:
-    """Check `op` against the graph as the draft sees it and record what it changes (errors name the problem)."""
+    """Check `op` on its own (`check_op`: every operation, from an edit, an import or a replay, passes the same
+    checks), then against the graph as the draft sees it, and record what it changes (errors name the problem)."""
+    op = check_op(op)
     match op:
         case MergeEntities():
             _merge(draft, op)

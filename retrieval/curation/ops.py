@@ -3,6 +3,7 @@ and the changesets that group them (author, time, reason)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -223,6 +224,123 @@ def describe_op(op: Op, names: dict[str, str] | None = None) -> str:
         case RemoveDocument():
             return f"remove document {op.document!r}"
     raise AssertionError(f"unknown operation {op!r}")
+
+
+# --- checking an operation on its own ------------------------------------------------------------
+
+MAX_ID_BYTES = 512  # bytes of UTF-8 in a record id: the vector stores' primary-key limit (stores/milvus.MAX_ID)
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= 60 else value[:59] + "…")
+
+
+def check_id(value: str, what: str) -> str:
+    """A record id as given (ids are keys: never stripped), refused if empty, over-long or not storable."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{what} must not be empty")
+    if "\x00" in value:
+        raise ValidationError(f"{what} {_show(value)} contains a NUL character, which no store can hold")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"{what} contains a lone surrogate (not valid Unicode)") from exc
+    if size > MAX_ID_BYTES:
+        raise ValidationError(f"{what} {_show(value)} is {size:,} bytes of UTF-8; the limit is {MAX_ID_BYTES}")
+    return value
+
+
+def check_entity(e: Entity) -> Entity:
+    """An entity record an operation adds, checked as an edit checks each of its fields; its texts stripped."""
+    eid = check_id(e.id, "entity id")
+    at = f"entity {_show(eid)}"
+    name = check_name(e.name, f"{at}: name")
+    description = check_text(e.description, f"{at}: description", empty=True)
+    if len((name + description).encode("utf-8")) + 2 > MAX_TEXT_BYTES:
+        raise ValidationError(f"{at}: name + description are more than the {MAX_TEXT_BYTES:,} bytes a store can hold")
+    try:
+        props = json.dumps(e.properties, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise ValidationError(f"{at}: properties cannot be stored: {exc}") from exc
+    if len(props) > MAX_TEXT_BYTES:
+        raise ValidationError(f"{at}: properties are {len(props):,} bytes of JSON; at most {MAX_TEXT_BYTES:,} can be "
+                              "stored")
+    for c in e.source_chunks:
+        check_id(c, f"{at}: source chunk")
+    return e.model_copy(update={"name": name, "type": check_type(e.type, f"{at}: type"), "description": description,
+                                "aliases": tuple(check_name(a, f"{at}: alias") for a in e.aliases)})
+
+
+def check_relation(r: Relation) -> Relation:
+    """A relation record an operation adds: ids, two different ends, type, description, weight; texts stripped."""
+    at = f"relation {_show(check_id(r.id, 'relation id'))}"
+    for end in (r.source_id, r.target_id):
+        check_id(end, f"{at}: end")
+    if r.source_id == r.target_id:
+        raise ValidationError(f"{at}: a relation must join two different entities (a self-loop says nothing)")
+    for c in r.source_chunks:
+        check_id(c, f"{at}: source chunk")
+    return r.model_copy(update={"relation_type": check_type(r.relation_type, f"{at}: type"),
+                                "description": check_text(r.description, f"{at}: description", empty=True),
+                                "weight": check_weight(r.weight)})
+
+
+def check_chunk(c: Chunk) -> Chunk:
+    """A chunk an operation adds: its id, its text (not empty) and its book, chapter, author and source."""
+    at = f"chunk {_show(check_id(c.id, 'chunk id'))}"
+    check_text(c.text, f"{at}: text")
+    for field in ("source", "original_document", "chapter", "author"):
+        check_text(getattr(c, field), f"{at}: {field}", empty=True)
+    if c.position < 0:
+        raise ValidationError(f"{at}: position must not be negative, got {c.position}")
+    return c
+
+
+def check_op(op: Op) -> Op:
+    """`op` checked on its own, before the graph is read: ids, names, types, texts, weights and self-loops, with
+    the limits of an edit (`compile` then checks it against the graph). Its added records come back stripped."""
+    for field in ("entity_id", "relation_id", "source_id", "target_id"):
+        if hasattr(op, field):
+            check_id(getattr(op, field), field.replace("_", " "))
+    match op:
+        case RenameEntity():
+            check_name(op.name)
+        case AddAlias() | RemoveAlias():
+            check_name(op.alias, "alias")
+        case SetEntityType():
+            check_type(op.type, "entity type")
+        case SetRelationType():
+            check_type(op.relation_type, "relation type")
+        case SetEntityDescription() | SetRelationDescription():
+            check_text(op.description, "description", empty=True)
+        case SetRelationWeight():
+            check_weight(op.weight)
+        case AddRelation():
+            if op.source_id == op.target_id:
+                raise ValidationError("a relation must join two different entities (a self-loop says nothing)")
+            check_type(op.relation_type, "relation type")
+            check_text(op.description, "description", empty=True)
+            check_weight(op.weight)
+            if op.source_chunk:
+                check_id(op.source_chunk, "source chunk")
+        case MergeEntities():
+            for eid in op.entity_ids:
+                check_id(eid, "entity id")
+            if op.name is not None:
+                check_name(op.name)
+            if op.type is not None:
+                check_type(op.type)
+            if op.description is not None:
+                check_text(op.description, "description", empty=True)
+        case AddDocuments():
+            return op.model_copy(update={
+                "documents": tuple(check_text(d, "document", empty=True) for d in op.documents),
+                "chunks": tuple(check_chunk(c) for c in op.chunks),
+                "entities": tuple(check_entity(e) for e in op.entities),
+                "relations": tuple(check_relation(r) for r in op.relations)})
+        case RemoveDocument():
+            check_text(op.document, "document")
+    return op
 
 
 # --- what an operation changed ----------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +21,9 @@ from retrieval.curation.duplicates import find_duplicates
 from retrieval.curation.items import graph_item_map
 from retrieval.curation.ops import (
     AddAlias,
+    AddDocuments,
     AddRelation,
+    Changeset,
     DeleteEntity,
     DeleteRelation,
     MergeEntities,
@@ -42,6 +45,7 @@ from retrieval.graph.index import name_matcher, relation_nodes
 from retrieval.graph.runtime import KG, open_kg
 from retrieval.ingest.build import ingest
 from retrieval.items import entity_item_id
+from retrieval.models import Chunk, Entity, Relation
 from retrieval.search.retriever import search
 from retrieval.stores.base import ENTITIES, RELATIONS
 from retrieval.stores.rows import entity_text
@@ -378,3 +382,89 @@ def test_documents_added_and_removed_touch_only_their_chunks(tmp_path: Path, emb
         assert kg.graph.get_entities([silva.id])[0].source_chunks == silva.source_chunks
     finally:
         kg.close()
+
+
+def _jsonl(path: Path, *changesets: Changeset) -> Path:
+    path.write_text("".join(cs.model_dump_json() + "\n" for cs in changesets), encoding="utf-8")
+    return path
+
+
+def test_an_imported_log_is_authored_by_who_imports_it(demo: tuple[Settings, KG, Curator], demo_data_dir: Path,
+                                                       tmp_path: Path, embedder: Embedder) -> None:
+    """Issue 27.10: `changes import` without --author records the OS user (the file's author is provenance only)."""
+    from retrieval.curation.access import local_user
+    from retrieval.curation.exchange import export_log
+
+    _, _, cur = demo
+    cur.apply([SetEntityDescription(entity_id="price-elasticity", description="How demand answers a price.")],
+              author="mallory", reason="looks harmless")
+    exported = tmp_path / "log.jsonl"
+    export_log(cur.log, exported)
+    other = tmp_path / "kg2"
+    shutil.copytree(demo_data_dir, other, symlinks=True)
+    out = CliRunner().invoke(_cli(), ["changes", "import", str(exported), "--data-dir", str(other)],
+                             env={"HF_HUB_OFFLINE": "1"})
+    assert out.exit_code == 0 and "1 applied" in out.output, out.output
+    kg = open_kg(Settings.from_env(env={}, data_dir=other), "demo", embedder)
+    try:
+        imported = Curator(kg).log.get(1)
+        assert imported.author == local_user() != "mallory"
+        assert "by mallory" in imported.reason and "looks harmless" in imported.reason  # provenance kept
+    finally:
+        kg.close()
+
+
+def _cli() -> Any:
+    import typer
+
+    from retrieval.cli import curation as curation_cli
+
+    app = typer.Typer()
+    curation_cli.register(app)
+    return app
+
+
+ADDED_CHUNK = Chunk(id="new-chunk", text="Adam met Eve.", original_document="Hostile book")
+
+
+@pytest.mark.parametrize(("entity", "relation", "reason"), [
+    (Entity(id="e-nul", name="Ad\x00am", source_chunks=("new-chunk",)), None, "NUL"),
+    (Entity(id="e-empty", name="  ", source_chunks=("new-chunk",)), None, "must not be empty"),
+    (Entity(id="e-long", name="x" * 10_000, source_chunks=("new-chunk",)), None, "10,000 characters long"),
+    (Entity(id="e-adam", name="Adam", source_chunks=("new-chunk",)),
+     Relation(id="loop", source_id="e-adam", target_id="e-adam", relation_type="KNOWS"), "self-loop"),
+    (Entity(id="", name="Nobody"), None, "id must not be empty"),
+    (Entity(id="e-type", name="Typed", type="t" * 101), None, "the limit is 100"),
+    (Entity(id="e-ok", name="Fine"), Relation(id="dangling", source_id="e-ok", target_id="nowhere",
+                                              relation_type="KNOWS"), "no entity with id 'nowhere'"),
+])
+def test_imported_operations_pass_the_same_validation_as_an_edit(
+    demo: tuple[Settings, KG, Curator], tmp_path: Path, embedder: Embedder, entity: Entity, relation: Relation | None,
+    reason: str,
+) -> None:
+    """Issue 27.11: an `add_documents` operation (from `changes import` or the engine) with a NUL, an empty or a
+    10,000-character name, a self-loop, ... is refused with the reason; nothing is written."""
+    settings, kg, cur = demo
+    op = AddDocuments(documents=("Hostile book",), chunks=(ADDED_CHUNK,), entities=(entity,),
+                      relations=(relation,) if relation else ())
+    counts = kg.graph.counts()
+    with pytest.raises((ValidationError, NotFoundError), match=reason):
+        cur.apply([op], author="ana")
+    assert not cur.log.changesets() and kg.graph.counts() == counts
+    static = reason != "no entity with id 'nowhere'"  # a dangling end depends on the graph: it is skipped there
+    path = _jsonl(tmp_path / "hostile.jsonl", Changeset(id=1, graph="demo", author="eve", state="applied", ops=(
+        SetEntityDescription(entity_id="price-elasticity", description="A harmless first line."),)),
+        Changeset(id=2, graph="demo", author="eve", ops=(op,), state="applied"))
+    kg.close()  # the CLI opens the data dir itself
+    out = CliRunner().invoke(_cli(), ["changes", "import", str(path), "--data-dir", str(settings.data_dir)],
+                             env={"HF_HUB_OFFLINE": "1"})
+    again = open_kg(settings, "demo", embedder)
+    try:
+        if static:  # the file is refused before anything is applied, naming its line and field
+            assert out.exit_code == 2 and "hostile.jsonl:2: ops.0:" in out.output and reason in out.output
+            assert again.graph.counts() == counts and not Curator(again).log.changesets()
+        else:
+            assert out.exit_code == 0 and "#2 skipped" in out.output and reason in out.output
+            assert again.graph.counts() == counts
+    finally:
+        again.close()
