@@ -234,28 +234,23 @@ def write_changes(target: Version, changes: Sequence[Change]) -> Written:
     if extras is not None:
         save_extras(target.dir, extras)
         written.extras = extras
-    _update_counts(target, changes)
+    _update_counts(target)
     return written
 
 
-def _update_counts(target: Version, changes: Sequence[Change]) -> None:
-    """The manifest's counts follow the change (a re-import compares them with the stores to tell lost data from
-    curated data): entities, relations and chunks added or removed; books and chapters recounted when chunks
-    changed."""
+def _update_counts(target: Version) -> None:
+    """The manifest's counts are what the graph store holds once the change is written (a re-import compares them
+    with the stores to tell lost data from curated data). Read from the store, never adjusted by the change's
+    delta: a changeset killed before it reached the counts and then rolled back, or one written twice, would leave
+    a delta's count off for good."""
     path = target.dir / catalog.MANIFEST
     if not path.is_file():
         return  # a build directory: its manifest is written at commit
     import json
 
     manifest = json.loads(path.read_text(encoding="utf-8"))
-    counts = dict(manifest.get("counts", {}))
-    plural = {"entity": "entities", "relation": "relations", "chunk": "chunks"}
-    for c in changes:
-        if c.kind in plural and (c.before is None) != (c.after is None):
-            key = plural[c.kind]
-            counts[key] = int(counts.get(key, 0)) + (1 if c.before is None else -1)
-    if any(c.kind == "chunk" for c in changes):
-        stored = target.graph.counts()
-        counts.update({k: stored[k] for k in ("books", "chapters")})
+    stored = target.graph.counts()
+    counts = {**manifest.get("counts", {}), **{k: stored[k] for k in ("entities", "relations", "chunks", "books",
+                                                                       "chapters")}}
     if counts != manifest.get("counts"):
         catalog.write_json_atomic(path, {**manifest, "counts": counts})

@@ -1,6 +1,7 @@
 """A curation changeset killed with SIGKILL mid-way: the next open (the CLI here) rolls it back, says so, and the
-graph is exactly as before it (records, in-memory index, vectors); the changeset is kept in the log and can be
-applied again. Killed once its log entry is committed, the graph is as after it. Nothing is lost either way.
+graph is exactly as before it (records, in-memory index, vectors, the manifest's counts); the changeset is kept in
+the log and can be applied again. Killed once its log entry is committed, the graph is as after it. Nothing is lost
+either way.
 
 The child process is the engine itself, paused at a chosen point by wrapping one of its functions (the test's own
 instrument): after the graph store was written (vectors not yet), between two vector collections, and after the
@@ -18,6 +19,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.embedding import HashEmbedder
+from retrieval.graph import catalog
 from retrieval.graph.runtime import open_kg
 from retrieval.stores.base import ENTITIES, RELATIONS
 from tests.conftest import ROOT
@@ -79,6 +81,24 @@ def snapshot(data_dir: Path) -> tuple[object, ...]:
         kg.close()
 
 
+COUNTED = ("entities", "relations", "chunks", "books", "chapters")
+
+
+def manifest_counts(data_dir: Path) -> dict[str, int]:
+    """What the live version's manifest says it holds."""
+    counts = catalog.resolve(data_dir, "demo").manifest["counts"]
+    return {k: counts[k] for k in COUNTED}
+
+
+def stored_counts(data_dir: Path) -> dict[str, int]:
+    """What its graph store holds."""
+    kg = open_kg(Settings.from_env(env={}, data_dir=data_dir, embed_model=EMBED), "demo", HashEmbedder())
+    try:
+        return {k: v for k, v in kg.graph.counts().items() if k in COUNTED}
+    finally:
+        kg.close()
+
+
 def kill_at(data_dir: Path, point: str) -> None:
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), point, KEEP, OTHER], cwd=ROOT,
                             env=fault_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -93,13 +113,14 @@ def kill_at(data_dir: Path, point: str) -> None:
 @pytest.mark.parametrize("point", ["graph", "vectors"])
 def test_a_changeset_killed_mid_way_is_rolled_back_and_said(base_graph: BaseGraph, graph_copy: Path,
                                                             point: str) -> None:
-    before = snapshot(graph_copy)
+    before, counts_before = snapshot(graph_copy), stored_counts(graph_copy)
     kill_at(graph_copy, point)
     env = fault_env(graph_copy)
     listed = ok(cli(env, "changes", "list"))
     assert "recovered: changeset #1" in listed.stderr and "as it was before it (rolled back)" in listed.stderr
     assert "#1 ana" in listed.stdout and "[rolled_back]" in listed.stdout
     assert snapshot(graph_copy) == before  # before, never half
+    assert manifest_counts(graph_copy) == stored_counts(graph_copy) == counts_before  # issue 27.13
     assert cli_facts(env) == base_graph.cli_facts
     quiet = ok(cli(env, "changes", "list"))
     assert "recovered" not in quiet.stderr  # said once
@@ -123,5 +144,6 @@ def test_a_changeset_killed_after_its_commit_is_whole(base_graph: BaseGraph, gra
         assert not kg.vectors.vectors(ENTITIES, [OTHER]).any()  # after, with its vectors
     finally:
         kg.close()
+    assert manifest_counts(graph_copy) == stored_counts(graph_copy)
     assert "undo of #1" in ok(cli(env, "changes", "undo")).stdout
     assert cli_facts(env) == base_graph.cli_facts

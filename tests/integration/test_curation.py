@@ -468,3 +468,54 @@ def test_imported_operations_pass_the_same_validation_as_an_edit(
             assert again.graph.counts() == counts
     finally:
         again.close()
+
+
+def test_the_manifest_counts_what_the_stores_hold_after_a_failed_change_and_concurrent_ones(
+    demo: tuple[Settings, KG, Curator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.13: a changeset that fails after the graph store took it is rolled back, and the manifest's counts
+    are the stores' (they were adjusted by the roll-back's delta only: one too many); six merges at once keep them."""
+    import threading
+
+    import retrieval.curation.write as write
+    from retrieval.errors import StoreError
+    from retrieval.graph import catalog
+
+    settings, kg, cur = demo
+
+    def manifest() -> dict[str, int]:
+        counts = catalog.resolve(settings.data_dir, "demo").manifest["counts"]
+        return {k: counts[k] for k in ("entities", "relations", "chunks")}
+
+    def stored() -> dict[str, int]:
+        return {k: v for k, v in kg.graph.counts().items() if k in ("entities", "relations", "chunks")}
+
+    before = stored()
+    assert manifest() == before
+    vectors = write._write_vectors
+
+    def fail(*args: Any) -> None:
+        raise StoreError("the vector store went away")
+
+    monkeypatch.setattr(write, "_write_vectors", fail)
+    with pytest.raises(StoreError):
+        cur.apply([MergeEntities(entity_ids=("price-elasticity", "demand-curve"))], author="ana")
+    monkeypatch.setattr(write, "_write_vectors", vectors)
+    assert stored() == before and manifest() == before
+    ids = sorted(kg.index.arrays.node_ids)
+    pairs = [(ids[i], ids[i + 1]) for i in range(0, 24, 4)][:6]
+    errors: list[BaseException] = []
+
+    def merge(pair: tuple[str, str]) -> None:
+        try:
+            cur.apply([MergeEntities(entity_ids=pair)], author="ana")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=merge, args=(p,)) for p in pairs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    assert manifest() == stored() and stored()["entities"] == before["entities"] - 6
