@@ -24,7 +24,7 @@ from retrieval.errors import ValidationError
 from retrieval.graph.catalog import GraphHandle
 from retrieval.models import FewShotExample, QueryResult
 from retrieval.stores.base import CHUNKS, graph_console
-from retrieval.stores.console import MAX_ROWS, TIMEOUT_MS
+from retrieval.stores.console import MAX_ROWS, TIMEOUT_MS, Hold
 
 if TYPE_CHECKING:
     from retrieval.graph.runtime import KG
@@ -77,15 +77,26 @@ def run_query(settings: Settings, handle: GraphHandle, query: str, params: Mappi
     if not 100 <= timeout_ms <= 600_000:
         raise ValidationError(f"the time limit must be 100-600,000 ms, got {timeout_ms}")
     result: QueryResult = graph_console(settings).read_only_query(
-        settings, handle.location, check_query(query), check_params(params or {}), timeout_ms, max_rows)
+        settings, handle.location, check_query(query), check_params(params or {}), timeout_ms, max_rows,
+        unchanging=_unchanging(settings, handle))
     return result
+
+
+def _unchanging(settings: Settings, handle: GraphHandle) -> Hold:
+    """The graph's read lock, for a back end that reads the version's files (Kuzu copies them once per state of the
+    files): a curation changeset waits meanwhile, so the console answers from the graph as it is, never half of one
+    and never an old copy."""
+    from retrieval.graph.lock import GraphLock
+    from retrieval.graph.runtime import lock_path
+
+    return GraphLock(lock_path(settings, handle.name)).reading
 
 
 def explain(settings: Settings, handle: GraphHandle, query: str, params: Mapping[str, Any] | None = None) -> str:
     """The engine's plan of `query` (Kuzu EXPLAIN, FalkorDB GRAPH.EXPLAIN): a dry run that refuses what
     `run_query` would refuse, without running it."""
     plan: str = graph_console(settings).explain_query(settings, handle.location, check_query(query),
-                                                check_params(params or {}))
+                                                check_params(params or {}), unchanging=_unchanging(settings, handle))
     return plan
 
 

@@ -14,6 +14,7 @@ from retrieval.registry import Registry, protocol_methods
 
 if TYPE_CHECKING:
     from retrieval.config import Settings
+    from retrieval.stores.console import Hold
 
 ENTITIES = "Entities"
 RELATIONS = "RelationDescriptions"
@@ -210,13 +211,15 @@ class VectorBackend(Protocol):
 
 
 class ConsoleAdapter(Protocol):
-    """A graph back end's read-only Cypher console (`retrieval.explore.console` calls it)."""
+    """A graph back end's read-only Cypher console (`retrieval.explore.console` calls it). `unchanging` is held
+    while the adapter reads the version's live files (Kuzu copies them): the graph's read lock."""
 
     @staticmethod
     def read_only_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
-                        timeout_ms: int, max_rows: int) -> QueryResult: ...
+                        timeout_ms: int, max_rows: int, unchanging: Hold | None = None) -> QueryResult: ...
     @staticmethod
-    def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any]) -> str: ...
+    def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
+                      unchanging: Hold | None = None) -> str: ...
 
 
 GRAPH_STORES = Registry("graph back end", {

@@ -7,7 +7,8 @@ import datetime as dt
 import decimal
 import math
 import uuid
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,6 +17,8 @@ from retrieval.models import Entity, Relation, Subgraph
 
 TIMEOUT_MS = 10_000  # the console's time limit per query
 MAX_ROWS = 1_000  # rows shown (one more is read to tell that the result was cut)
+# Held while a console reads a version's live files, so that no change writes them meanwhile (the graph's read lock).
+Hold = Callable[[], AbstractContextManager[object]]
 # Properties that are the engine's bookkeeping, not data (Kuzu's node and relationship values carry them).
 _INTERNAL = frozenset({"_id", "_label", "_src", "_dst", "_nodes", "_rels"})
 

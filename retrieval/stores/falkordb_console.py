@@ -12,7 +12,7 @@ from falkordb import Edge, Node, Path
 from retrieval.errors import StoreError, ValidationError
 from retrieval.models import QueryResult
 from retrieval.stores.base import StoreLocation
-from retrieval.stores.console import Collector, ConsoleError, json_safe, refused_message, timeout_message
+from retrieval.stores.console import Collector, ConsoleError, Hold, json_safe, refused_message, timeout_message
 from retrieval.stores.falkordb import FalkorGraphStore, connection_pool, cypher_literal
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _falkor_cell(value: Any, collector: Collector) -> Any:
 
 
 def read_only_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
-                    timeout_ms: int, max_rows: int) -> QueryResult:
+                    timeout_ms: int, max_rows: int, unchanging: Hold | None = None) -> QueryResult:
     """Run `query` through GRAPH.RO_QUERY (the server refuses writes) with the server-side `timeout_ms`;
     at most `max_rows` rows kept. The plan is checked first for what reaches outside the graph (LOAD CSV)."""
     pool = connection_pool(settings.falkordb_url)
@@ -116,7 +116,8 @@ def read_only_query(settings: Settings, location: StoreLocation, query: str, par
                        timeout_ms=timeout_ms, elapsed_ms=elapsed)
 
 
-def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any]) -> str:
+def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
+                  unchanging: Hold | None = None) -> str:
     """FalkorDB's plan of `query` (GRAPH.EXPLAIN) without running it; a plan that writes is refused, as
     GRAPH.RO_QUERY would refuse it."""
     pool = connection_pool(settings.falkordb_url)

@@ -5,8 +5,11 @@ extensions, other databases, transactions and checkpoints).
 The copy is the guarantee that no statement changes the live version: Kuzu 0.11.3 opened read-only still runs
 CHECKPOINT, which writes kuzu.shadow and kuzu.wal beside the database and then fails, after which every read-only
 open of it fails. The console therefore never opens a file of the live version folder: it copies the database
-once per version into DATA_DIR/console/ (a private temporary folder if the data directory is read-only) and
-queries the copy; a copy that anything left with extra files is replaced before the next query."""
+into DATA_DIR/console/ (a private temporary folder if the data directory is read-only) and queries the copy. A copy
+is of one state of the version's files (their sizes, times and inodes): a curation changeset writes them in place,
+so the next query copies them again (under the graph's read lock, which a changeset's write waits for) and the old
+copy is removed; a deleted entity or a redacted text is never answered from a stale copy. A copy that anything left
+with extra files is replaced before the next query too."""
 
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval.errors import StoreError, ValidationError
 from retrieval.models import QueryResult
 from retrieval.stores.base import StoreLocation
-from retrieval.stores.console import Collector, ConsoleError, json_safe, refused_message, timeout_message
+from retrieval.stores.console import Collector, ConsoleError, Hold, json_safe, refused_message, timeout_message
 from retrieval.stores.kuzu import recover
 
 if TYPE_CHECKING:
@@ -45,10 +49,29 @@ CHECK_PLAN = True  # refuse what reaches outside the graph (tests switch it off 
 
 
 def drop_copy(settings: Settings, version_dir: Path) -> None:
-    """Remove the console's copy of a retired version (the console also drops such copies when it next makes one)."""
+    """Remove the console's copies of a retired version (the console also drops such copies when it next makes one)."""
     for root in (settings.data_dir / "console", _fallback_root(settings)):
-        if (root / version_dir.name).exists():
-            _remove(root / version_dir.name)
+        for entry in root.glob(f"{version_dir.name}*") if root.is_dir() else ():
+            if _version_of(entry.name) == version_dir.name:
+                _remove(entry)
+
+
+def _version_of(copy_name: str) -> str:
+    """The version folder a copy was made of (`NAME-VERSION+STAMP`)."""
+    return copy_name.split("+", 1)[0]
+
+
+def _stamp(version_dir: Path) -> str:
+    """The state of the version's database files (size, modification and change times, inode of each): a curation
+    changeset, a recovery or a repair writes them in place and so changes it."""
+    parts = []
+    for name in (_DATABASE, f"{_DATABASE}.wal", f"{_DATABASE}.shadow"):
+        try:
+            st = (version_dir / name).stat()
+        except FileNotFoundError:
+            continue
+        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def _fallback_root(settings: Settings) -> Path:
@@ -94,43 +117,58 @@ def _remove(path: Path) -> None:
 
 
 def _tidy(root: Path, settings: Settings, keep: Path) -> None:
-    """Drop copies of versions that were retired, and what killed processes left half-made."""
+    """Drop copies of versions that were retired, older copies of the kept one's version (the graph changed since),
+    and what killed processes left half-made."""
     versions = settings.data_dir / "versions"
     for entry in root.iterdir():
         if entry.name.startswith("."):
             if entry.name.startswith(".trash-") or time.time() - entry.stat().st_mtime > _STALE_S:
                 shutil.rmtree(entry, ignore_errors=True)
-        elif entry != keep and versions.is_dir() and not (versions / entry.name).is_dir():
+        elif entry != keep and (_version_of(entry.name) == _version_of(keep.name)
+                                or (versions.is_dir() and not (versions / _version_of(entry.name)).is_dir())):
             _remove(entry)
 
 
-def private_copy(settings: Settings, location: StoreLocation) -> Path:
-    """The console's own copy of the version's Kuzu database (made once per version, outside the version
-    folder); the live folder's files are only ever read, to make it."""
+COPY_ATTEMPTS = 3
+
+
+def private_copy(settings: Settings, location: StoreLocation, unchanging: Hold | None = None) -> Path:
+    """The console's own copy of the version's Kuzu database as it is now (made outside the version folder, again
+    whenever the version's files changed); the live folder's files are only ever read, to make it. `unchanging` is
+    held while they are read (the graph's read lock: a curation changeset waits); a copy whose files changed while
+    it was made is made again."""
     source = location.dir / _DATABASE
     if not source.exists():
         raise StoreError(f"no Kuzu database at {source}")
     root = _copies_root(settings)
-    copy = root / location.dir.name
-    with _COPY_LOCK:
-        if _intact(copy):
+    with unchanging() if unchanging is not None else nullcontext():
+        for _ in range(COPY_ATTEMPTS):
+            stamp = _stamp(location.dir)
+            copy = root / f"{location.dir.name}+{stamp}"
+            with _COPY_LOCK:
+                if _intact(copy):
+                    return copy / _DATABASE
+                fresh = root / f".copy-{uuid.uuid4().hex}"
+                fresh.mkdir(mode=0o700)
+                try:
+                    for name in (_DATABASE, f"{_DATABASE}.wal", f"{_DATABASE}.shadow"):
+                        if (location.dir / name).is_file():
+                            shutil.copyfile(location.dir / name, fresh / name)
+                    if _stamp(location.dir) != stamp:  # written while copied (no lock file yet): copy again
+                        shutil.rmtree(fresh, ignore_errors=True)
+                        continue
+                    if not _intact(fresh):  # copied with a WAL or an interrupted checkpoint: recovered in the copy
+                        recover(fresh / _DATABASE)
+                    _remove(copy)
+                    fresh.rename(copy)
+                except OSError as exc:
+                    shutil.rmtree(fresh, ignore_errors=True)
+                    if not _intact(copy):  # another process put its copy in place first: use that one
+                        raise StoreError(f"cannot copy the Kuzu database for the console into {root}: {exc}") from exc
+                _tidy(root, settings, keep=copy)
             return copy / _DATABASE
-        _remove(copy)
-        fresh = root / f".copy-{uuid.uuid4().hex}"
-        fresh.mkdir(mode=0o700)
-        try:
-            for name in (_DATABASE, f"{_DATABASE}.wal", f"{_DATABASE}.shadow"):
-                if (location.dir / name).is_file():
-                    shutil.copyfile(location.dir / name, fresh / name)
-            if not _intact(fresh):  # copied with a WAL or an interrupted checkpoint: recovered in the copy
-                recover(fresh / _DATABASE)
-            fresh.rename(copy)
-        except OSError as exc:
-            shutil.rmtree(fresh, ignore_errors=True)
-            if not _intact(copy):  # another process put its copy in place first: use that one
-                raise StoreError(f"cannot copy the Kuzu database for the console into {root}: {exc}") from exc
-        _tidy(root, settings, keep=copy)
-    return copy / _DATABASE
+    raise StoreError(f"the graph's database changed {COPY_ATTEMPTS} times while the console copied it; run the "
+                     "query again")
 
 
 class _Worker:
@@ -170,10 +208,10 @@ _WORKERS = threading.BoundedSemaphore(2)  # console queries at a time per app pr
 
 
 def _in_child(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any], timeout_ms: int,
-              max_rows: int, *, explain_only: bool = False) -> dict[str, Any]:
+              max_rows: int, *, explain_only: bool = False, unchanging: Hold | None = None) -> dict[str, Any]:
     """Run the console's job on the private copy in a worker process (kuzu_console_child.py): a statement that
     crashes Kuzu ends that process, not the app; the next query starts a fresh one."""
-    job = {"path": str(private_copy(settings, location)), "query": query, "params": params,
+    job = {"path": str(private_copy(settings, location, unchanging)), "query": query, "params": params,
            "timeout_ms": timeout_ms, "max_rows": max_rows, "buffer_pool": CONSOLE_BUFFER_POOL,
            "explain_only": explain_only, "check_plan": CHECK_PLAN}
     try:
@@ -242,10 +280,10 @@ def _key(internal: Any) -> str:
 
 
 def read_only_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
-                    timeout_ms: int, max_rows: int) -> QueryResult:
-    """Run one Cypher statement on the console's copy opened read-only, stopped after `timeout_ms`, at most
-    `max_rows` rows kept (one more is read to tell that the result was cut)."""
-    answer = _in_child(settings, location, query, params, timeout_ms, max_rows)
+                    timeout_ms: int, max_rows: int, unchanging: Hold | None = None) -> QueryResult:
+    """Run one Cypher statement on the console's copy of the version as it is now (`private_copy`) opened read-only,
+    stopped after `timeout_ms`, at most `max_rows` rows kept (one more is read to tell that the result was cut)."""
+    answer = _in_child(settings, location, query, params, timeout_ms, max_rows, unchanging=unchanging)
     collector = Collector()
     rows = tuple(tuple(_cell(v, collector) for v in row) for row in answer["rows"])
     return QueryResult(query=query, params=params, backend="kuzu", columns=tuple(answer["columns"]), rows=rows,
@@ -253,7 +291,9 @@ def read_only_query(settings: Settings, location: StoreLocation, query: str, par
                        timeout_ms=timeout_ms, elapsed_ms=answer["elapsed_ms"])
 
 
-def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any]) -> str:
+def explain_query(settings: Settings, location: StoreLocation, query: str, params: dict[str, Any],
+                  unchanging: Hold | None = None) -> str:
     """Kuzu's plan of `query` without running it; refuses what read_only_query refuses."""
-    plan: str = _in_child(settings, location, query, params, 60_000, 1, explain_only=True)["plan"]
+    answer = _in_child(settings, location, query, params, 60_000, 1, explain_only=True, unchanging=unchanging)
+    plan: str = answer["plan"]
     return plan

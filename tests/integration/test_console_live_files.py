@@ -249,7 +249,7 @@ def test_a_graph_left_with_shadow_and_wal_files_still_opens(own_graph: tuple[Set
     assert not {"kuzu.shadow", "kuzu.wal"} & {p.name for p in handle.dir.iterdir()}
     db = kuzu.Database(str(handle.dir / "kuzu"), read_only=True)  # and it opens read-only again for everyone
     db.close()
-    copy = settings.data_dir / "console" / handle.dir.name
+    [copy] = (settings.data_dir / "console").glob(f"{handle.dir.name}+*")  # one copy: of the files as they are now
     assert (copy / "kuzu").is_file() and not (copy / "kuzu").samefile(handle.dir / "kuzu")
     kuzu_console.drop_copy(settings, handle.dir)  # what retiring the version does
     assert not copy.exists()

@@ -519,3 +519,24 @@ def test_the_manifest_counts_what_the_stores_hold_after_a_failed_change_and_conc
         t.join(300)
     assert not errors, errors
     assert manifest() == stored() and stored()["entities"] == before["entities"] - 6
+
+
+def test_the_console_answers_from_the_graph_as_it_is_now(demo: tuple[Settings, KG, Curator]) -> None:
+    """Issue 27.12: after a curation delete or redaction the Query console (its private copy of the Kuzu database)
+    returns neither the deleted entity nor the old text: a stale copy would be a leak."""
+    from retrieval.explore.console import run_query
+
+    settings, kg, cur = demo
+    query = ("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.description AS description ORDER BY id")
+    ids = {"ids": ["demand-curve", "price-elasticity"]}
+    secret = kg.graph.get_entities(["demand-curve"])[0].description
+    assert run_query(settings, kg.handle, query, ids).rows == (
+        ("demand-curve", secret), ("price-elasticity", kg.graph.get_entities(["price-elasticity"])[0].description))
+    cur.apply([DeleteEntity(entity_id="price-elasticity")], author="ana")
+    cur.apply([SetEntityDescription(entity_id="demand-curve", description="[redacted]")], author="ana")
+    assert run_query(settings, kg.handle, query, ids).rows == (("demand-curve", "[redacted]"),)
+    near = run_query(settings, kg.handle, "MATCH (a:Entity)-[r:RELATES]-(b:Entity) WHERE b.id = $id RETURN a.id",
+                     {"id": "price-elasticity"})
+    assert near.rows == ()
+    copies = [p.name for p in (settings.data_dir / "console").iterdir() if not p.name.startswith(".")]
+    assert len(copies) == 1  # the stale copy is gone, not kept beside the fresh one
