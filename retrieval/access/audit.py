@@ -1,6 +1,7 @@
 """The audit log: who did what, when, and whether it was allowed, appended to SQLite at DATA_DIR/audit.sqlite.
 
-Append-only twice over: the class has no update or delete, and triggers in the file abort any UPDATE or DELETE.
+Append-only twice over: the class has no update or delete, and triggers in the file abort any UPDATE or DELETE,
+and an INSERT (OR REPLACE) onto a row it holds.
 Durable: WAL with `synchronous=FULL`, one transaction per entry, so an entry is fsynced before `record` returns
 (the same rule as the labels: evaluation/labels.py). Anyone who can write the data directory can still remove the
 file; the log is evidence against the app's users, not against the server's administrators.
@@ -30,6 +31,11 @@ _SCHEMA = (
     """CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
+    # INSERT OR REPLACE / REPLACE deletes the row it collides with without firing the DELETE trigger: an insert
+    # may not name a sequence number the log holds
+    """CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
+        WHEN EXISTS (SELECT 1 FROM audit WHERE seq = NEW.seq)
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
 )
 _INSERT = "INSERT INTO audit (at, actor, action, outcome, graph, tenant, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"

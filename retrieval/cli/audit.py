@@ -38,5 +38,20 @@ def register(app: typer.Typer) -> None:
 
 
 def printable(text: str) -> str:
-    """A field as one terminal-safe line: control characters (newlines, tabs, ANSI escapes) shown as \\x.. escapes."""
-    return "".join(f"\\x{ord(c):02x}" if unicodedata.category(c) == "Cc" else c for c in text)
+    """A field as one terminal-safe line whose text reads as stored: control characters (newlines, tabs, ANSI
+    escapes), format characters (bidi overrides and isolates such as U+202E, zero-width characters), line and
+    paragraph separators and unassigned or private code points shown as `\\x..` / `\\u....` escapes, and a backslash
+    doubled, so that no entry can drive the terminal, reorder what is shown, or pass for an escape."""
+    return "".join(_escape(c) for c in text)
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _escape(c: str) -> str:
+    if c == "\\":
+        return "\\\\"
+    if unicodedata.category(c) not in _HIDDEN:
+        return c
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"

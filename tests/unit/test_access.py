@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -191,9 +192,16 @@ def test_the_audit_log_is_append_only_capped_and_filtered_by_time(tmp_path: Path
     with pytest.raises(ValidationError):
         log.record("a", "login", outcome="maybe")
     conn = sqlite3.connect(tmp_path / "audit.sqlite")
-    for sql in ("UPDATE audit SET actor = 'someone else'", "DELETE FROM audit"):
+    for sql in ("UPDATE audit SET actor = 'someone else'", "DELETE FROM audit",
+                # REPLACE deletes the row it collides with without firing a DELETE trigger (issue 27)
+                "INSERT OR REPLACE INTO audit (seq, at, actor, action, outcome) VALUES (1, 'x', 'eve', 'login', 'ok')",
+                "REPLACE INTO audit (seq, at, actor, action, outcome) VALUES (2, 'x', 'eve', 'login', 'ok')",
+                "UPDATE OR REPLACE audit SET seq = 1 WHERE seq = 2",
+                "INSERT INTO audit (seq, at, actor, action, outcome) VALUES (1, 'x', 'eve', 'login', 'ok') "
+                "ON CONFLICT (seq) DO UPDATE SET actor = 'eve'"):
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             conn.execute(sql)
+    assert [r[0] for r in conn.execute("SELECT actor FROM audit ORDER BY seq")] == ["a@example.org", "b@example.org"]
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     entries = log.entries()
     assert [e.seq for e in entries] == [1, 2] and len(entries[1].graph) == 200
@@ -294,12 +302,17 @@ def test_cli_audit_prints_lines_or_json_and_escapes_control_characters(tmp_path:
     log = AuditLog.in_data_dir(tmp_path)
     log.record("a@example.org", "console", graph="demo", detail="MATCH (n)\n RETURN n \x1b[31m")
     log.record("b@example.org", "delete", outcome="refused", graph="demo")
+    # bidi overrides and isolates, zero-width and other format characters, line and paragraph separators (issue 27)
+    log.record("\u202egro.elpmaxe@bob", "console", detail="a\u2066b\u200bc\u2028d\ufeffe\\x41")
     text = runner.invoke(app, ["audit", "--data-dir", str(tmp_path)])
     lines = text.stdout.splitlines()
-    assert len(lines) == 2 and "\\x0a RETURN n \\x1b[31m" in lines[0] and "\x1b" not in text.stdout
+    assert len(lines) == 3 and "\\x0a RETURN n \\x1b[31m" in lines[0] and "\x1b" not in text.stdout
     assert lines[1].split("\t")[1:5] == ["b@example.org", "delete", "refused", "graph=demo"]
+    assert lines[2].split("\t")[1] == "\\u202egro.elpmaxe@bob"
+    assert lines[2].split("\t")[-1] == "a\\u2066b\\u200bc\\u2028d\\ufeffe\\\\x41"  # a backslash in data is doubled
+    assert not any(unicodedata.category(c) in ("Cf", "Zl", "Zp") for c in text.stdout)
     rows = json.loads(runner.invoke(app, ["audit", "--json", "--since", "1h", "--data-dir", str(tmp_path)]).stdout)
-    assert [r["actor"] for r in rows] == ["a@example.org", "b@example.org"] and rows[0]["detail"].endswith("[31m")
+    assert [r["actor"] for r in rows][:2] == ["a@example.org", "b@example.org"] and rows[0]["detail"].endswith("[31m")
     assert json.loads(runner.invoke(app, ["audit", "--json", "--since", "2999-01-01", "--data-dir",
                                           str(tmp_path)]).stdout) == []
     bad = runner.invoke(app, ["audit", "--since", "soon", "--data-dir", str(tmp_path)])
