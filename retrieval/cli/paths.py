@@ -12,7 +12,8 @@ from retrieval.models import PathResult
 
 
 def paths(
-    entity_a: Annotated[str, typer.Argument(help="First entity (name; exact, then fuzzy match)")],
+    entity_a: Annotated[str, typer.Argument(help="First entity: its name or an alias, any case (a name no entity "
+                                                 "has is refused, with the closest names)")],
     entity_b: Annotated[str, typer.Argument(help="Second entity")],
     k: Annotated[int, typer.Option("--k", help="Paths to show (1-20)")] = 5,
     max_hops: Annotated[int, typer.Option("--max-hops", help="Longest path in hops (1-6)")] = 4,

@@ -629,10 +629,15 @@ def name_choices(index: GraphIndex, name: str, limit: int = 5) -> tuple[str | No
 
 
 def resolve_entity(store: GraphStore, name: str) -> Entity:
-    """An entity by name: exact match first, then fuzzy; NotFoundError names the input."""
+    """The entity whose name or alias is `name` (case-insensitive). A name that is no entity's (a typo, or an entity
+    since deleted or merged away) is never swapped for the closest one: NotFoundError names the input and the
+    closest names to give instead (as the pages' pickers offer them, `name_choices`)."""
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("entity name must be a non-empty string")
-    hits = store.find_entities(name, fuzzy=False, limit=1) or store.find_entities(name, fuzzy=True, limit=1)
-    if not hits:
-        raise NotFoundError(f"no entity named {name!r}")
-    return hits[0]
+    hits = store.find_entities(name, fuzzy=False, limit=1)
+    if hits:
+        return hits[0]
+    near = [e.name for e in store.find_entities(name, fuzzy=True, limit=5)]
+    closest = f"; the closest names: {', '.join(repr(n) for n in dict.fromkeys(near))} (give one exactly)" \
+        if near else ""
+    raise NotFoundError(f"no entity named {name!r}{closest}")

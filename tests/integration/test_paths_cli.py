@@ -137,6 +137,14 @@ def test_paths_unknown_entity_and_bad_params(curie_dir: Path) -> None:
     assert code == 2 and "k must be an integer from 1 to 20" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_name_that_is_no_entity_is_never_swapped_for_another(curie_dir: Path) -> None:
+    """Issue 27: `paths` from a name no entity has (a deleted one's, a typo) started from the closest name, silently;
+    it is refused, naming the closest names to give instead."""
+    code, out, err = _run("paths", "Marie Curies", "Paris", "--data-dir", str(curie_dir))
+    assert code == 2 and out == "" and "no entity named 'Marie Curies'" in err
+    assert "the closest names: 'Marie Curie'" in err
+
+
 def test_paths_through_python_dash_m(curie_dir: Path) -> None:
     env = {**os.environ, "KG_DATA_DIR": str(curie_dir)}
     proc = subprocess.run(
