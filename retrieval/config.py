@@ -57,6 +57,7 @@ class Settings:
     max_import_items: int = 1_000_000  # entities + relations of a graph imported through the app
     max_query_set: int = 10_000  # queries in one query-set import
     max_name_chars: int = 65_535  # a name, type, relation type or attribute name, refused while it is parsed
+    lock_wait_s: int = 120  # how long a curation change waits for its turn (another curator, a process holding Kuzu)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -86,6 +87,7 @@ class Settings:
             "max_import_items": _int(env, "KG_MAX_IMPORT_ITEMS", 1_000_000, positive=True),
             "max_query_set": _int(env, "KG_MAX_QUERY_SET", 10_000, positive=True),
             "max_name_chars": _int(env, "KG_MAX_NAME_CHARS", 65_535, positive=True),
+            "lock_wait_s": _int(env, "KG_LOCK_WAIT_S", 120, positive=True),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["data_dir"] = Path(values["data_dir"])

@@ -41,19 +41,23 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON")
 
 @contextmanager
 def curator_for(data_dir: Path | None, graph: str | None, settings: Settings | None = None) -> Iterator[Curator]:
-    """The curator of the graph, its stores closed afterwards; a crash it recovered from is said on stderr."""
+    """The curator of the graph, its stores closed afterwards; a crash it recovered from is said on stderr.
+
+    The whole command is this process's turn on the graph (its write lock, held before any store is opened):
+    curators in other processes wait for it, at most KG_LOCK_WAIT_S, instead of failing on Kuzu's file lock."""
     from retrieval.graph.runtime import open_kg
 
     settings = settings or settings_from(data_dir, graph_name=graph)
     kg = open_kg(settings, settings.graph_name or None)
-    try:
-        curator = Curator(kg)
-        for line in curator.recovered:
-            typer.echo(f"recovered: {line}", err=True)
-        yield curator
-        curator.close()
-    finally:
-        kg.close()
+    with kg.rw.writing():
+        try:
+            curator = Curator(kg)
+            for line in curator.recovered:
+                typer.echo(f"recovered: {line}", err=True)
+            yield curator
+            curator.close()
+        finally:
+            kg.close()
 
 
 def entity_id(curator: Curator, ref: str) -> str:

@@ -27,7 +27,7 @@ from retrieval.graph.communities import CommunityIndex, load_extras
 from retrieval.graph.patch import patch_index
 from retrieval.graph.runtime import KG, embedding_cache
 from retrieval.models import Chunk, Record
-from retrieval.stores.base import CHUNKS, vector_updates
+from retrieval.stores.base import CHUNKS, updates, vector_updates
 
 Seen = dict[tuple[str, str], int]  # (kind, id) -> the revision an editor saw (`CurationLog.revision`)
 
@@ -181,6 +181,7 @@ class Curator:
             if not changes:
                 raise ValidationError("nothing to change: the graph already says that")
             self._check_drafts(changes)
+            updates(self.kg.graph).ready_to_write()  # a graph another process holds: refused, nothing logged
             cs = self.log.begin(Changeset(graph=self.kg.name, author=who, reason=reason, ops=tuple(ops),
                                           changes=changes, version=self.kg.version))
             return self._commit(cs, changes, progress=progress)
@@ -195,6 +196,7 @@ class Curator:
             in_force = self._in_force(edit)
             self._check_current(in_force, "after", edit)
             inverse = tuple(c.inverse() for c in reversed(in_force))
+            updates(self.kg.graph).ready_to_write()
             cs = self.log.begin(Changeset(graph=self.kg.name, action="undo", target=edit.id, author=who,
                                           ops=edit.ops, changes=inverse, version=self.kg.version))
             return self._commit(cs, inverse, edit_state=(edit.id, "undone"))
@@ -212,6 +214,7 @@ class Curator:
                 self._check_current(edit.changes, "before", edit)
                 changes = edit.changes
             self._check_drafts(changes)
+            updates(self.kg.graph).ready_to_write()
             cs = self.log.begin(Changeset(graph=self.kg.name, action="redo", target=edit.id, author=who,
                                           ops=edit.ops, changes=changes, version=self.kg.version))
             return self._commit(cs, changes, edit_state=(edit.id, "applied"))

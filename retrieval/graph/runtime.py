@@ -40,7 +40,7 @@ class KG:
         self._layout: Layout | None = None
         self._layout_generation = 0
         self.generation = 0
-        self.rw = GraphLock(lock_path(settings, handle.name))
+        self.rw = GraphLock(lock_path(settings, handle.name), wait_s=settings.lock_wait_s)
 
     # Stores open lazily so that one broken back end fails only the operations that need it.
     @cached_property

@@ -98,6 +98,12 @@ class GraphUpdates(Protocol):
         so renaming an end changes it (one scan, cached by the caller)."""
         ...
 
+    def ready_to_write(self) -> None:
+        """Make sure a `write` can start now (Kuzu: open the database for writing, waiting a bounded time for
+        other processes' locks), StoreError otherwise: called before a changeset is logged, so that a graph held
+        elsewhere refuses the change with nothing recorded."""
+        ...
+
 
 class VectorStore(Protocol):
     """Three collections (Entities, RelationDescriptions, DocumentChunks) of normalised vectors."""

@@ -573,6 +573,9 @@ class FalkorGraphStore:
             pipe.execute_command("GRAPH.QUERY", self._name, with_params(query, params))
         self._call(pipe.execute)
 
+    def ready_to_write(self) -> None:
+        """Nothing to prepare: the server takes each write as it comes (MULTI/EXEC)."""
+
     def undescribed(self) -> list[str]:
         """Ids of the relations without a description (one scan of the relationships)."""
         rows = self._raw("MATCH ()-[r:REL]->() WHERE r.description = '' OR r.description IS NULL RETURN r.id")

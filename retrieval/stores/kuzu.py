@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from operator import attrgetter
@@ -311,12 +312,14 @@ def _arrow_table(columns: Columns, cols: Sequence[str], names: Sequence[str] | N
 class KuzuGraphStore:
     """An embedded Kuzu database. State is a database handle, hence a class; queries are serialised."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock_wait_s: float = 120.0) -> None:
         self._path = path
+        self._lock_wait_s = lock_wait_s  # how long an open waits for another process's Kuzu lock (KG_LOCK_WAIT_S)
         self._lock = threading.RLock()
         self._db: kuzu.Database | None = None
         self._conn: kuzu.Connection | None = None
         self._writable = False
+        self._lent = False  # opened for writing by ready_to_write: the next write goes back to read-only after it
         self._names: tuple[list[str], list[str]] | None = None  # (lowered names + aliases, entity ids)
         self._sizes_cache: dict[str, int] | None = None
         self._prepared: dict[str, kuzu.PreparedStatement] = {}  # read-only connection: query text -> plan
@@ -333,17 +336,30 @@ class KuzuGraphStore:
     def open(cls, settings: Settings, location: StoreLocation) -> KuzuGraphStore:
         """Open (or create) the database at `location.dir / "kuzu"`."""
         location.dir.mkdir(parents=True, exist_ok=True)
-        return cls(location.dir / "kuzu")
+        return cls(location.dir / "kuzu", lock_wait_s=settings.lock_wait_s)
 
     # --- plumbing ---------------------------------------------------------------------------
 
     def _connect(self, *, writable: bool) -> None:
+        """Open the database; while another process holds Kuzu's file lock against this open (it writes, or it reads
+        while this one must write) the open is tried again until `lock_wait_s` has passed, then refused saying so."""
         self._disconnect()
-        try:
-            self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
-            self._conn = kuzu.Connection(self._db)
-        except RuntimeError as exc:
-            raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
+        deadline, pause = time.monotonic() + self._lock_wait_s, 0.05
+        while True:
+            try:
+                self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
+                self._conn = kuzu.Connection(self._db)
+                break
+            except RuntimeError as exc:
+                if "Could not set lock on file" not in str(exc):
+                    raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    why = "a change needs it alone" if writable else "it is being changed"
+                    raise StoreError(f"the graph database {self._path} is open in another process (an app serving "
+                                     f"it, a search or another curator) and {why}; waited {self._lock_wait_s:g} s "
+                                     "(KG_LOCK_WAIT_S): try again once that process is done") from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
         self._writable = writable
         if writable:
             for statement in _SCHEMA:
@@ -437,7 +453,7 @@ class KuzuGraphStore:
         if changes.empty:
             return
         with self._lock:
-            was_writable = self._writable
+            was_writable, self._lent = self._writable and not self._lent, False
             self._writer()
             self._names = None
             try:
@@ -470,6 +486,13 @@ class KuzuGraphStore:
                 self._sizes_cache = None
                 if not was_writable:
                     self._connect(writable=False)  # closing the writer checkpoints: the change is in the files
+
+    def ready_to_write(self) -> None:
+        """Open the database for writing now (waiting for other processes' locks, at most `lock_wait_s`)."""
+        with self._lock:
+            if not self._writable:
+                self._writer()
+                self._lent = True
 
     def undescribed(self) -> list[str]:
         """Ids of the relations without a description (one scan of the Relation table)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.errors import ConflictError
 from retrieval.graph.lock import GraphLock
 
 STEP = 0.2  # long enough for a thread to reach a lock under load, short enough to keep the test quick
@@ -78,3 +79,41 @@ def test_a_writer_in_another_process_holds_readers_off(tmp_path: Path) -> None:
     child.wait(10)
     assert waited > 0.3  # it waited for the other process's changeset
     assert GraphLock(None) is not None  # no lock file (a read-only data dir): threads only
+
+
+def test_a_writer_waits_its_turn_a_bounded_time_then_says_so(tmp_path: Path) -> None:
+    """Issue 27: a second curator waits for the first (a thread of this process, or another process), at most
+    `wait_s`; then a ConflictError says so, and the readers it held off go on."""
+    lock = GraphLock(tmp_path / "demo.lock", wait_s=STEP)
+    held, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with lock.writing():
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=first)
+    t.start()
+    assert held.wait(10)
+    start = time.perf_counter()
+    with pytest.raises(ConflictError, match=r"another curator is changing graph 'demo'; waited 0.2 s .*KG_LOCK_WAIT_S"):
+        with lock.writing():
+            pass
+    assert time.perf_counter() - start >= STEP
+    release.set()
+    t.join(10)
+    with lock.writing(), lock.reading():  # its turn came: the lock is whole again
+        pass
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from retrieval.graph.lock import GraphLock\n"
+        "with GraphLock(Path(sys.argv[1])).writing():\n    print('held', flush=True)\n    time.sleep(30)\n"),
+        str(tmp_path / "demo.lock")], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        with pytest.raises(ConflictError, match="waited 0.2 s"), lock.writing():
+            pass
+    finally:
+        child.kill()
+        child.wait()
+    with GraphLock(tmp_path / "demo.lock", wait_s=10).writing():  # the other process is gone: no wait
+        pass
