@@ -19,11 +19,13 @@ MAX_REASON_CHARS = 2_000
 MAX_WEIGHT = 1e12
 
 
-def check_text(value: str, what: str, *, max_chars: int | None = None, empty: bool = False) -> str:
-    """`value` stripped, refused (ValidationError naming `what`) if empty, too long, or not storable."""
+def check_text(value: str, what: str, *, max_chars: int | None = None, empty: bool = False,
+               strip: bool = True) -> str:
+    """`value` stripped (unless `strip` is off), refused (ValidationError naming `what`) if empty, too long, or not
+    storable."""
     if not isinstance(value, str):
         raise ValidationError(f"{what} must be text, got {type(value).__name__}")
-    text = value.strip()
+    text = value.strip() if strip else value
     if not text and not empty:
         raise ValidationError(f"{what} must not be empty")
     if "\x00" in text:
@@ -236,15 +238,9 @@ def _show(value: str) -> str:
 
 
 def check_id(value: str, what: str) -> str:
-    """A record id as given (ids are keys: never stripped), refused if empty, over-long or not storable."""
-    if not isinstance(value, str) or not value:
-        raise ValidationError(f"{what} must not be empty")
-    if "\x00" in value:
-        raise ValidationError(f"{what} {_show(value)} contains a NUL character, which no store can hold")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise ValidationError(f"{what} contains a lone surrogate (not valid Unicode)") from exc
+    """A record id as given (ids are keys: never stripped), refused if empty, not storable or over 512 bytes."""
+    check_text(value, what, strip=False)
+    size = len(value.encode("utf-8"))
     if size > MAX_ID_BYTES:
         raise ValidationError(f"{what} {_show(value)} is {size:,} bytes of UTF-8; the limit is {MAX_ID_BYTES}")
     return value
