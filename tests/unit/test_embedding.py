@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.embedding import Embedder, OnnxEmbedder, SentenceTransformerEmbedder, default_model_path, onnx_path
+from retrieval.embedding import Embedder, OnnxEmbedder, SentenceTransformerEmbedder, default_model_path
 
 TEXTS = [
     "",
