@@ -122,6 +122,8 @@ class OnnxEmbedder:
 class HashEmbedder:
     """Deterministic bag-of-hashed-tokens vectors: fast, for scale benchmarks only (not semantic)."""
 
+    cacheable = False  # cheaper than a lookup in the vector cache
+
     def __init__(self, dim: int = 384) -> None:
         self.name = f"hash-{dim}"
         self.dim = dim

@@ -25,11 +25,10 @@ from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.ingest.load import check_import_size, default_name, load_data
 from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
-from retrieval.ingest.write import ReusingEmbedder, entity_text, fill_version, reusing_embedder
+from retrieval.ingest.write import entity_text, fill_version
 from retrieval.models import Chunk, Community, Entity, GraphData, Relation
-from retrieval.stores.base import (
-    StoreLocation,
-)
+from retrieval.stores.base import StoreLocation
+from retrieval.stores.vector_cache import CachingEmbedder, caching_embedder
 
 # Bump when the way GraphData becomes stores changes, so an unchanged input is rebuilt once.
 BUILD_SCHEMA = 2  # 2: the extras.json sidecar (communities, claims, chapter names)
@@ -45,7 +44,7 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     replay: tuple[ReplayLine, ...] = ()  # what became of each curation of this graph name (re-import)
-    reused: int = 0  # texts whose vector came from the previous version
+    reused: int = 0  # texts whose vector came from the data directory's vector cache
     embedded: int = 0  # texts embedded
 
     @property
@@ -65,7 +64,7 @@ class IngestReport:
             f"{c.get('relations', 0)} relations in {sum(self.seconds.values()):.1f} s"
         )
         if self.reused:
-            text += f"; {self.reused} texts kept their vectors, {self.embedded} embedded"
+            text += f"; {self.reused} texts took their vectors from the cache, {self.embedded} embedded"
         for ln in self.replay:
             text += f"\ncuration #{ln.changeset} {ln.status}" + (f" ({ln.reason})" if ln.reason else "") + \
                 f": {ln.summary}"
@@ -200,9 +199,7 @@ def build_graph(
         except OSError as exc:
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
-        reusing, why = reusing_embedder(settings, live, embedder)
-        if why:
-            warnings += (why,)
+        through_cache = caching_embedder(data_dir, settings.vector_cache_mb, embedder)
         replayed: list[Replayed] = []
         try:
             catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
@@ -216,8 +213,8 @@ def build_graph(
             t = time.perf_counter()
             save_layout(build_dir, data_layout(data, communities, say))
             seconds["layout"] = time.perf_counter() - t
-            dim = fill_version(settings, data, location, reusing, progress, seconds, say)
-            replayed = replay_log(settings, name, location, data, reusing, say, seconds)
+            dim = fill_version(settings, data, location, through_cache, progress, seconds, say)
+            replayed = replay_log(settings, name, location, data, through_cache, say, seconds)
             if replayed:
                 counts.update(stored_counts(settings, location))
             manifest = {
@@ -246,16 +243,16 @@ def build_graph(
                 raise
             raise StoreError(f"ingest of graph {excerpt(name)} failed, previous version kept: {exc}") from exc
         finally:
-            if isinstance(reusing, ReusingEmbedder):
-                reusing.close()
+            if isinstance(through_cache, CachingEmbedder):
+                through_cache.close()
         lines = record_replay(data_dir, name, handle.version, replayed)
         t = time.perf_counter()
         retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
-    if isinstance(reusing, ReusingEmbedder) and reusing.problem:
-        warnings += (reusing.problem,)
-    reused = reusing.reused if isinstance(reusing, ReusingEmbedder) else 0
-    embedded = reusing.embedded if isinstance(reusing, ReusingEmbedder) else 0
+    if isinstance(through_cache, CachingEmbedder) and through_cache.problem:
+        warnings += (through_cache.problem,)
+    reused = through_cache.reused if isinstance(through_cache, CachingEmbedder) else 0
+    embedded = through_cache.embedded if isinstance(through_cache, CachingEmbedder) else 0
     return IngestReport(handle, False, counts, seconds, warnings, replay=lines, reused=reused, embedded=embedded)
 
 

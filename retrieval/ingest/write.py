@@ -1,9 +1,8 @@
-"""Writing one version's stores: graph rows, the three vector collections (each distinct text embedded once)
-and the BM25 index."""
+"""Writing one version's stores: graph rows, the three vector collections (each distinct text embedded once, its
+vector taken from the data directory's cache where it is there, `retrieval.stores.vector_cache`) and the BM25 index."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -139,100 +138,3 @@ def fill_version(
         for store in (vectors, graph):
             if store is not None:
                 store.close()
-
-
-READ_BATCH = 1_000  # ids per payload read of the previous version
-
-
-class ReusingEmbedder:
-    """An embedder that takes the vector of a text the live version of the same graph already holds (same
-    embedding model, text matched by its sha256), and embeds only the others: a re-import of a slightly changed
-    graph costs its changed texts. State (the previous version's hash table, counts) is real, hence a class."""
-
-    def __init__(self, embedder: Embedder, graph: GraphStore, vectors: VectorStore, chunk_ids: Sequence[str]) -> None:
-        self.embedder = embedder
-        self.name, self.dim = embedder.name, embedder.dim
-        self._graph, self._vectors, self._chunk_ids = graph, vectors, chunk_ids
-        self._table: dict[bytes, tuple[str, str]] | None = None
-        self.reused = 0
-        self.embedded = 0
-        self.problem = ""  # why the previous version's vectors could not be reused (a lost or broken store)
-
-    @staticmethod
-    def _hash(text: str) -> bytes:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-    def _build(self) -> dict[bytes, tuple[str, str]]:
-        """sha256(text) -> (collection, id) over every row of the previous version (payloads read in batches)."""
-        arrays = self._graph.export_edges()
-        table: dict[bytes, tuple[str, str]] = {}
-        for collection, ids in ((ENTITIES, arrays.node_ids), (RELATIONS, arrays.relation_ids),
-                                (CHUNKS, list(self._chunk_ids))):
-            for start in range(0, len(ids), READ_BATCH):
-                for row in self._vectors.get(collection, list(ids[start:start + READ_BATCH])):
-                    text = row["text"] if collection != CHUNKS else bm25.chunk_text(
-                        Chunk(**{k: v for k, v in row.items() if k in Chunk.model_fields}))
-                    table.setdefault(self._hash(str(text)), (collection, str(row["id"])))
-        return table
-
-    def _give_up(self, exc: RetrievalError) -> None:
-        """The previous version cannot be read (its store lost or broken): embed every text from now on, and say
-        so; reuse is an optimisation, never a reason for a rebuild to fail."""
-        self._table = {}
-        self.problem = f"the previous version's vectors could not be read ({exc}): every text was embedded"
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self._table is None:
-            try:
-                self._table = self._build()
-            except RetrievalError as exc:
-                self._give_up(exc)
-        table = self._table or {}
-        found = {i: table[h] for i, h in enumerate(map(self._hash, texts)) if h in table}
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        by_collection: dict[str, list[int]] = {}
-        for i, (collection, _) in found.items():
-            by_collection.setdefault(collection, []).append(i)
-        for collection, rows in by_collection.items():
-            try:
-                vecs = self._vectors.vectors(collection, [found[i][1] for i in rows])
-            except RetrievalError as exc:
-                self._give_up(exc)
-                for i in rows:
-                    found.pop(i)
-                continue
-            for i, v in zip(rows, vecs, strict=True):
-                if v.any():
-                    out[i] = v
-                else:
-                    found.pop(i)
-        todo = [i for i in range(len(texts)) if i not in found]
-        if todo:
-            out[todo] = np.asarray(self.embedder.embed([texts[i] for i in todo]), dtype=np.float32)
-        self.reused += len(found)
-        self.embedded += len(todo)
-        return out
-
-    def close(self) -> None:
-        for store in (self._vectors, self._graph):
-            store.close()
-
-
-def reusing_embedder(settings: Settings, live: Any, embedder: Embedder) -> tuple[Embedder, str]:
-    """`embedder` wrapped to reuse the vectors of the live version `live` (a catalog.GraphHandle, or None), and
-    why not where it cannot (another embedding model, a version it cannot open): then every text is embedded."""
-    if live is None:
-        return embedder, ""
-    if live.manifest.get("embed_model") != embedder.name or int(live.manifest.get("dim", -1)) != embedder.dim:
-        return embedder, "the previous version was embedded by another model: every text is embedded again"
-    graph = vectors = None
-    try:
-        graph = open_graph_store(settings, live.location)
-        vectors = open_vector_store(settings, live.location)
-        chunk_ids = bm25.load_version(live.dir).chunk_ids
-    except RetrievalError as exc:
-        for store in (vectors, graph):
-            if store is not None:
-                store.close()
-        return embedder, f"the vectors of version {live.version} could not be read ({exc}): every text is embedded"
-    return ReusingEmbedder(embedder, graph, vectors, chunk_ids), ""
