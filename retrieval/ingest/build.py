@@ -23,9 +23,10 @@ from retrieval.graph.layout import Layout, compute_layout, save_layout
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.ingest.load import check_import_size, default_name, load_data
+from retrieval.ingest.progress import StageBars
 from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
-from retrieval.ingest.write import entity_text, fill_version
+from retrieval.ingest.write import EmbeddingThread, embedding_jobs, entity_text, fill_version
 from retrieval.models import Chunk, Community, Entity, GraphData, Relation
 from retrieval.stores.base import StoreLocation
 from retrieval.stores.vector_cache import CachingEmbedder, caching_embedder
@@ -171,10 +172,25 @@ def build_graph(
     Idempotent: if the live version has the same content hash nothing is rebuilt. On any failure the
     new version is discarded (server-side resources too) and the previous one stays live. A graph that brings
     no communities gets computed ones (`retrieval.graph.communities`), and every version its map layout
-    (`retrieval.graph.layout`). `report(stage, done, total)` hears each stage.
+    (`retrieval.graph.layout`). `report(stage, done, total)` hears each stage (`progress` without it: tqdm bars).
+    Texts are embedded in a thread of their own while communities, layout and stores are written.
+
+    Cancelling (Ctrl-C, or the app's Cancel, which raises in `report`) discards the new version like a failure:
+    any exception that is no `Exception` (KeyboardInterrupt, SystemExit, the app's script-control exceptions)
+    passes through unchanged after the discard.
     """
     catalog.check_name(name)
-    say: ProgressFn = report or (lambda stage, done, total: None)
+    bars = StageBars() if report is None and progress else None
+    say: ProgressFn = report or bars or (lambda stage, done, total: None)
+    try:
+        return _build(settings, data, name, embedder, source, say)
+    finally:
+        if bars is not None:
+            bars.close()
+
+
+def _build(settings: Settings, data: GraphData, name: str, embedder: Embedder, source: str,
+           say: ProgressFn) -> IngestReport:
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     check_graph(data)
@@ -200,8 +216,10 @@ def build_graph(
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
         through_cache = caching_embedder(data_dir, settings.vector_cache_mb, embedder)
+        embedding = EmbeddingThread(through_cache, embedding_jobs(data))
         replayed: list[Replayed] = []
         try:
+            embedding.start()
             catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
             t = time.perf_counter()
             say("communities", 0, 1)
@@ -213,7 +231,7 @@ def build_graph(
             t = time.perf_counter()
             save_layout(build_dir, data_layout(data, communities, say))
             seconds["layout"] = time.perf_counter() - t
-            dim = fill_version(settings, data, location, through_cache, progress, seconds, say)
+            dim = fill_version(settings, data, location, embedding, seconds, say)
             replayed = replay_log(settings, name, location, data, through_cache, say, seconds)
             if replayed:
                 counts.update(stored_counts(settings, location))
@@ -238,11 +256,13 @@ def build_graph(
             say("committing", 1, 1)
             seconds["commit"] = time.perf_counter() - t
         except BaseException as exc:
+            embedding.cancel()
             discard(settings, location)
-            if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
+            if isinstance(exc, RetrievalError) or not isinstance(exc, Exception):
                 raise
             raise StoreError(f"ingest of graph {excerpt(name)} failed, previous version kept: {exc}") from exc
         finally:
+            embedding.cancel()
             if isinstance(through_cache, CachingEmbedder):
                 through_cache.close()
         lines = record_replay(data_dir, name, handle.version, replayed)

@@ -12,8 +12,8 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.embedding import Embedder
-from retrieval.ingest.build import ingest
 from retrieval.graph.runtime import open_kg
+from retrieval.ingest.build import ingest
 from retrieval.stores.base import ENTITIES, RELATIONS
 from retrieval.stores.vector_cache import FILE, CachingEmbedder, VectorCache, caching_embedder, text_hash
 
