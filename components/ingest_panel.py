@@ -23,8 +23,8 @@ from retrieval.ingest import IngestOptions
 from retrieval.ingest.archive import safe_extract_zip
 from retrieval.ingest.build import ingest
 from retrieval.ingest.graphml import MAPPING_KEYS
-from retrieval.ingest.progress import StageClock
 from retrieval.ingest.load import default_name, server_folder
+from retrieval.ingest.progress import StageClock
 from retrieval.ingest.versions import delete_graph
 from retrieval.models import GraphStats
 from ui_text import md_code, md_literal
