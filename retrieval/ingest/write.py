@@ -174,13 +174,13 @@ def fill_version(
         texts = dict(embedding.jobs)
         rows: dict[str, Callable[[Any, str], dict[str, Any]]] = {
             ENTITIES: entity_row, RELATIONS: relation_row, CHUNKS: lambda c, _text: chunk_row(c)}
-        seconds["vectors"] = time.perf_counter() - t
-        for part in embedding.take(say):
-            t = time.perf_counter()
+        for part in embedding.take(say):  # waits for the embedding thread where it is behind
             # Few large inserts: each Milvus insert ends in a flush, and fewer segments also search faster.
             got, text = items[part.collection], texts[part.collection]
+            w = time.perf_counter()
             vectors.insert(part.collection, [rows[part.collection](got[i], text[i]) for i in part.rows], part.matrix)
-            seconds["vectors"] += time.perf_counter() - t
+            seconds["inserts"] = seconds.get("inserts", 0.0) + time.perf_counter() - w
+        seconds["vectors"] = time.perf_counter() - t - seconds.get("inserts", 0.0)  # opening + waiting for vectors
         seconds["embed"] = embedding.seconds
 
         t = time.perf_counter()
