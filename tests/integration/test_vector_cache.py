@@ -131,3 +131,24 @@ def test_off_and_cheap_embedders_bypass_the_cache(tmp_path: Path, embedder: Embe
     hashed = HashEmbedder()
     assert caching_embedder(tmp_path, 64, hashed) is hashed
     assert not (tmp_path / FILE).exists()
+
+
+def test_an_undo_embeds_nothing(settings: Settings, embedder: Embedder) -> None:
+    from retrieval.curation.apply import Curator
+    from retrieval.curation.ops import RenameEntity
+
+    counting = Counting(embedder)
+    ingest(settings, SMALL, fmt="bundle", name="small", embedder=counting, progress=False)
+    kg = open_kg(settings, "small", counting)
+    cur = Curator(kg)
+    try:
+        eid = kg.graph.export_edges().node_ids[0]
+        before = len(counting.texts)
+        changeset = cur.apply([RenameEntity(entity_id=eid, name="A brand new name")], author="ana")
+        assert len(counting.texts) == before + 1  # the new text, once
+        cur.undo(author="ana", changeset=changeset.id)
+        assert len(counting.texts) == before + 1  # the restored text's vector came from the cache
+        assert kg.graph.get_entities([eid])[0].name != "A brand new name"
+    finally:
+        cur.close()
+        kg.close()
