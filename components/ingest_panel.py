@@ -39,10 +39,13 @@ class StageBoard:
     (count and time left), whatever the reader or build step reports, a bar for the stage in progress, and a
     Cancel button (a click reruns the page, which stops the import at its next report: the build is discarded)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, name: str = "") -> None:
         self.box = st.status(label, expanded=True)
         self.cancel = self.box.empty()
-        self.cancel.button("Cancel import", key="import-cancel", icon=":material/cancel:")
+        # The click starts the next run at once (fast reruns) while this one is stopped and discards its build:
+        # the callback, which runs first in the next run, is what tells that run the import was cancelled.
+        self.cancel.button("Cancel import", key="import-cancel", icon=":material/cancel:",
+                           on_click=_cancelled, args=(name,))
         self.bar = self.box.progress(0.0)
         self.slots: dict[str, Any] = {}
         self.lines: dict[str, str] = {}
@@ -62,6 +65,10 @@ class StageBoard:
         self.cancel.empty()
         self.box.update(label=label, state="complete" if ok else "error", expanded=not ok)
         return list(self.lines.values())
+
+
+def _cancelled(name: str) -> None:
+    st.session_state[CANCELLED_KEY] = name
 
 
 def relabel(text: str, where: tuple[Path, str] | None) -> str:
@@ -104,7 +111,7 @@ def run_ingest(
     """
     if not permitted(permit, name):
         return
-    board = StageBoard(f"Importing {name}…")
+    board = StageBoard(f"Importing {name}…", name)
     try:  # an import through the app: the name checked first, the graph held to KG_MAX_IMPORT_ITEMS
         options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
         result = ingest(cfg, path, fmt=fmt, name=name, embedder=embedder, progress=False, options=options,
@@ -113,9 +120,9 @@ def run_ingest(
         board.finish(False)
         show_ingest_error(exc, shown_as)
         return
-    except BaseException as exc:  # Cancel (or any click) reruns the page: the build was discarded on the way out
+    except BaseException as exc:  # any other click stops the import too (the build discarded on the way out)
         if not isinstance(exc, Exception):
-            st.session_state[CANCELLED_KEY] = name
+            st.session_state.setdefault(CANCELLED_KEY, name)  # said on the page's next run
         raise
     if permit is not None:
         permit.record(f"version {result.version}{' (unchanged)' if result.unchanged else ''} from "

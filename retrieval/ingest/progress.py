@@ -16,11 +16,13 @@ def time_left(elapsed: float, done: int, total: int) -> float | None:
     return max(total - done, 0) * elapsed / done
 
 
-def stage_line(stage: str, done: int, total: int, elapsed: float) -> str:
-    """`stage: done / total, about N s left` (the count alone until a rate is known; `done` once complete)."""
+def stage_line(stage: str, done: int, total: int, elapsed: float, since: int = 0) -> str:
+    """`stage: done / total, about N s left` (the count alone until a rate is known; `done` once complete).
+    `since`: the count when the stage was first heard of (work done before it, e.g. by a thread that started
+    earlier, is no part of the rate seen since)."""
     if total and done >= total:
         return f"✓ {stage}: {done:,} / {total:,} in {elapsed:.1f} s"
-    left = time_left(elapsed, done, total)
+    left = time_left(elapsed, done - since, total - since)
     tail = f", about {_duration(left)} left" if left is not None and elapsed >= 1.0 else ""
     return f"… {stage}: {done:,} / {total:,}{tail}"
 
@@ -37,11 +39,11 @@ class StageClock:
     """When each stage started, so its line can say the time left. State is real, hence a class."""
 
     def __init__(self) -> None:
-        self.started: dict[str, float] = {}
+        self.started: dict[str, tuple[float, int]] = {}  # stage -> (when first heard of, its count then)
 
     def line(self, stage: str, done: int, total: int) -> str:
-        start = self.started.setdefault(stage, time.perf_counter())
-        return stage_line(stage, done, total, time.perf_counter() - start)
+        start, since = self.started.setdefault(stage, (time.perf_counter(), done))
+        return stage_line(stage, done, total, time.perf_counter() - start, since)
 
 
 class StageBars:
