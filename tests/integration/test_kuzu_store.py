@@ -352,3 +352,29 @@ def test_concurrent_readers_each_get_a_connection_and_a_write_waits_for_them(
         assert store._pool == [] and store.get_entities(["a"])[0].description == "changed"
     finally:
         store.close()
+
+
+def test_copy_from_builds_the_demo_as_the_statement_path_does(tmp_path: Path, settings: Settings) -> None:
+    from retrieval.config import DEMO_DIR
+    from retrieval.ingest.bundle import load_bundle
+
+    data = load_bundle(DEMO_DIR)
+    bulk = _open(tmp_path / "bulk", settings)
+    merged = _open(tmp_path / "merged", settings)
+    try:
+        bulk.upsert(data)  # a new version: COPY FROM Parquet
+        merged.upsert(GraphData(entities=(Entity(id="z", name="seed"),), chunks=(Chunk(id="cz", text="seed"),)))
+        merged.upsert(data)  # statement by statement (batched MERGE)
+        ids, rel_ids = [e.id for e in data.entities], [r.id for r in data.relations]
+        assert bulk.get_entities(ids) == merged.get_entities(ids) == list(data.entities)
+        assert bulk.get_relations(rel_ids) == merged.get_relations(rel_ids) == list(data.relations)
+        a, b = bulk.export_edges(), merged.export_edges()
+        edges = lambda x: sorted(zip(x.relation_ids, (x.node_ids[i] for i in x.src), (x.node_ids[i] for i in x.dst),  # noqa: E731
+                                     x.weight.tolist(), x.relation_types, strict=True))
+        assert edges(a) == edges(b) and len(edges(a)) == 485
+        counts = bulk.counts()
+        assert {k: counts[k] for k in ("entities", "relations", "chunks")} == {"entities": 248, "relations": 485,
+                                                                               "chunks": 96}
+    finally:
+        bulk.close()
+        merged.close()
