@@ -24,28 +24,36 @@ from retrieval.ingest.archive import safe_extract_zip
 from retrieval.ingest.build import ingest
 from retrieval.ingest.graphml import MAPPING_KEYS
 from retrieval.ingest.load import default_name, server_folder
+from retrieval.ingest.progress import StageClock
 from retrieval.ingest.versions import delete_graph
 from retrieval.models import GraphStats
 from ui_text import md_code, md_literal
 
 FORMATS = ("auto", *FORMAT_NAMES)  # every registered reader, so a new format shows up here by itself
 DONE_KEY = "import-done"
+CANCELLED_KEY = "import-cancelled"
 
 
 class StageBoard:
-    """Live stage-by-stage progress (the `IngestOptions.progress` callback): one line per stage in a status box,
-    whatever the reader or build step reports, and a bar for the stage in progress."""
+    """Live stage-by-stage progress (the `IngestOptions.progress` callback): one line per stage in a status box
+    (count and time left), whatever the reader or build step reports, a bar for the stage in progress, and a
+    Cancel button (a click reruns the page, which stops the import at its next report: the build is discarded)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, name: str = "") -> None:
         self.box = st.status(label, expanded=True)
+        self.cancel = self.box.empty()
+        # The click starts the next run at once (fast reruns) while this one is stopped and discards its build:
+        # the callback, which runs first in the next run, is what tells that run the import was cancelled.
+        self.cancel.button("Cancel import", key="import-cancel", icon=":material/cancel:",
+                           on_click=_cancelled, args=(name,))
         self.bar = self.box.progress(0.0)
         self.slots: dict[str, Any] = {}
         self.lines: dict[str, str] = {}
+        self.clock = StageClock()
         self.started = time.perf_counter()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        mark = "✓" if total and done >= total else "…"
-        self.lines[stage] = f"{mark} {stage}: {done:,} / {total:,}"
+        self.lines[stage] = self.clock.line(stage, done, total)
         if stage not in self.slots:
             self.slots[stage] = self.box.empty()
         self.slots[stage].markdown(md_literal(self.lines[stage]))
@@ -54,8 +62,13 @@ class StageBoard:
     def finish(self, ok: bool) -> list[str]:
         seconds = time.perf_counter() - self.started
         label = f"Imported in {seconds:.1f} s" if ok else f"Import failed after {seconds:.1f} s"
+        self.cancel.empty()
         self.box.update(label=label, state="complete" if ok else "error", expanded=not ok)
         return list(self.lines.values())
+
+
+def _cancelled(name: str) -> None:
+    st.session_state[CANCELLED_KEY] = name
 
 
 def relabel(text: str, where: tuple[Path, str] | None) -> str:
@@ -98,7 +111,7 @@ def run_ingest(
     """
     if not permitted(permit, name):
         return
-    board = StageBoard(f"Importing {name}…")
+    board = StageBoard(f"Importing {name}…", name)
     try:  # an import through the app: the name checked first, the graph held to KG_MAX_IMPORT_ITEMS
         options = IngestOptions(settings=cfg, progress=board, mapping=mapping or {})
         result = ingest(cfg, path, fmt=fmt, name=name, embedder=embedder, progress=False, options=options,
@@ -107,6 +120,10 @@ def run_ingest(
         board.finish(False)
         show_ingest_error(exc, shown_as)
         return
+    except BaseException as exc:  # any other click stops the import too (the build discarded on the way out)
+        if not isinstance(exc, Exception):
+            st.session_state.setdefault(CANCELLED_KEY, name)  # said on the page's next run
+        raise
     if permit is not None:
         permit.record(f"version {result.version}{' (unchanged)' if result.unchanged else ''} from "
                       f"{relabel(str(path), shown_as)}")
@@ -120,6 +137,10 @@ def run_ingest(
 
 def render_done() -> None:
     """The last import's outcome (kept across the rerun that lists the new graph) and a link to search it."""
+    cancelled = st.session_state.pop(CANCELLED_KEY, None)
+    if cancelled is not None:
+        st.info(f"The import of **{md_literal(cancelled)}** was cancelled: nothing of it was kept, and the graphs "
+                "are as they were.", icon=":material/cancel:")
     done = st.session_state.pop(DONE_KEY, None)  # shown once, on the run that follows the import
     if not done:
         return

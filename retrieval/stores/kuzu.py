@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
@@ -309,20 +310,73 @@ def _arrow_table(columns: Columns, cols: Sequence[str], names: Sequence[str] | N
     return pa.Table.from_arrays(arrays, names=list(names or cols))
 
 
+class _Gate:
+    """Readers share the database; a writer (a write, a reconnect, close) waits until no one reads and holds new
+    readers back. Re-entrant for the writing thread, whose reads go through the writer's own connection."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._owner: int | None = None
+        self._depth = 0
+
+    def owned(self) -> bool:
+        return self._owner == threading.get_ident()
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._owner is not None:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._cond:
+            while self._owner not in (None, me) or (self._owner is None and self._readers):
+                self._cond.wait()
+            self._owner = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._depth -= 1
+                if not self._depth:
+                    self._owner = None
+                    self._cond.notify_all()
+
+
+Plans = dict[str, kuzu.PreparedStatement]
+
+
 class KuzuGraphStore:
-    """An embedded Kuzu database. State is a database handle, hence a class; queries are serialised."""
+    """An embedded Kuzu database. State is a database handle, hence a class.
+
+    Reads run at once on as many connections as there are concurrent readers (a pool, each connection keeping its
+    prepared plans; Kuzu executes with the GIL released); writes and reconnects wait for the readers (`_Gate`)."""
 
     def __init__(self, path: Path, lock_wait_s: float = 120.0) -> None:
         self._path = path
         self._lock_wait_s = lock_wait_s  # how long an open waits for another process's Kuzu lock (KG_LOCK_WAIT_S)
-        self._lock = threading.RLock()
+        self._gate = _Gate()
         self._db: kuzu.Database | None = None
-        self._conn: kuzu.Connection | None = None
+        self._conn: kuzu.Connection | None = None  # the writer's connection (and DDL)
+        self._pool: list[tuple[kuzu.Connection, Plans]] = []  # idle read connections with their prepared plans
+        self._pool_lock = threading.Lock()
+        self._names_lock = threading.Lock()
         self._writable = False
         self._lent = False  # opened for writing by ready_to_write: the next write goes back to read-only after it
         self._names: tuple[list[str], list[str]] | None = None  # (lowered names + aliases, entity ids)
         self._sizes_cache: dict[str, int] | None = None
-        self._prepared: dict[str, kuzu.PreparedStatement] = {}  # read-only connection: query text -> plan
         # A graph version is written once by ingest and then only read, so an existing database opens
         # read-only: the app and a CLI process can then both hold it (Kuzu locks writers out of each other).
         self._connect(writable=not path.exists())
@@ -343,45 +397,52 @@ class KuzuGraphStore:
     def _connect(self, *, writable: bool) -> None:
         """Open the database; while another process holds Kuzu's file lock against this open (it writes, or it reads
         while this one must write) the open is tried again until `lock_wait_s` has passed, then refused saying so."""
-        self._disconnect()
-        deadline, pause = time.monotonic() + self._lock_wait_s, 0.05
-        while True:
-            try:
-                self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
-                self._conn = kuzu.Connection(self._db)
-                break
-            except RuntimeError as exc:
-                if "Could not set lock on file" not in str(exc):
-                    raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
-                if time.monotonic() >= deadline:
-                    why = "a change needs it alone" if writable else "it is being changed"
-                    raise StoreError(f"the graph database {self._path} is open in another process (an app serving "
-                                     f"it, a search or another curator) and {why}; waited {self._lock_wait_s:g} s "
-                                     "(KG_LOCK_WAIT_S): try again once that process is done") from exc
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
-        self._writable = writable
-        if writable:
-            for statement in _SCHEMA:
-                self._run(statement)
+        with self._gate.write():
+            self._disconnect()
+            deadline, pause = time.monotonic() + self._lock_wait_s, 0.05
+            while True:
+                try:
+                    self._db = kuzu.Database(str(self._path)) if writable else open_read_only(self._path)
+                    self._conn = kuzu.Connection(self._db)
+                    break
+                except RuntimeError as exc:
+                    if "Could not set lock on file" not in str(exc):
+                        raise StoreError(f"cannot open Kuzu database {self._path}: {exc}") from exc
+                    if time.monotonic() >= deadline:
+                        why = "a change needs it alone" if writable else "it is being changed"
+                        raise StoreError(f"the graph database {self._path} is open in another process (an app serving "
+                                         f"it, a search or another curator) and {why}; waited {self._lock_wait_s:g} s "
+                                         "(KG_LOCK_WAIT_S): try again once that process is done") from exc
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.5)
+            self._writable = writable
+            if writable:
+                for statement in _SCHEMA:
+                    self._run(statement)
 
     def _disconnect(self) -> None:
-        self._prepared.clear()
-        if self._conn is not None:
-            self._conn.close()
-        if self._db is not None:
-            self._db.close()
-        self._conn = self._db = None
+        with self._gate.write(), self._pool_lock:
+            for conn, _plans in self._pool:
+                conn.close()
+            self._pool.clear()
+            if self._conn is not None:
+                self._conn.close()
+            if self._db is not None:
+                self._db.close()
+            self._conn = self._db = None
 
     def _writer(self) -> None:
         if not self._writable:
             self._connect(writable=True)
 
-    def _run(self, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
-        if self._conn is None:
+    def _run(self, query: str, params: dict[str, Any] | None = None, conn: kuzu.Connection | None = None,
+             plans: Plans | None = None) -> kuzu.QueryResult:
+        """Run on `conn` (default: the writer's), with `plans` kept per query text where given."""
+        conn = conn or self._conn
+        if conn is None:
             raise StoreError(f"Kuzu database {self._path} is closed")
         try:
-            result = self._conn.execute(self._plan(query) if params else query, params or {})
+            result = conn.execute(self._plan(conn, plans, query) if params else query, params or {})
         except RuntimeError as exc:
             if "Unable to cast Python instance" in str(exc):
                 raise ValidationError(f"Kuzu cannot store a value of this record (not valid Unicode?): {exc}") from exc
@@ -389,22 +450,42 @@ class KuzuGraphStore:
         assert not isinstance(result, list)  # one statement per call
         return result
 
-    def _plan(self, query: str) -> str | kuzu.PreparedStatement:
-        """A read-only connection keeps each query's prepared statement: planning a 32-branch lookup costs
-        about as much as running it (8 ms against 13 ms on 1M relations). A writable one re-plans (DDL)."""
-        if self._writable:
+    @staticmethod
+    def _plan(conn: kuzu.Connection, plans: Plans | None, query: str) -> str | kuzu.PreparedStatement:
+        """A read connection keeps each query's prepared statement: planning a 32-branch lookup costs about as
+        much as running it (8 ms against 13 ms on 1M relations). The writer re-plans (DDL)."""
+        if plans is None:
             return query
-        plan = self._prepared.get(query)
+        plan = plans.get(query)
         if plan is None:
-            plan = self._prepared[query] = self._conn.prepare(query)  # type: ignore[union-attr]
+            plan = plans[query] = conn.prepare(query)
             if not plan.is_success():
-                del self._prepared[query]
+                del plans[query]
                 return query  # execute() reports the error
         return plan
 
+    @contextmanager
+    def _reading(self) -> Iterator[tuple[kuzu.Connection | None, Plans | None]]:
+        """A connection to read on: the writer's inside a write of this thread, else one of the pool's."""
+        if self._gate.owned():
+            yield self._conn, None
+            return
+        with self._gate.read():
+            if self._db is None:
+                raise StoreError(f"Kuzu database {self._path} is closed")
+            with self._pool_lock:
+                item = self._pool.pop() if self._pool else None
+            if item is None:
+                item = (kuzu.Connection(self._db), {})
+            try:
+                yield item[0], None if self._writable else item[1]
+            finally:
+                with self._pool_lock:
+                    self._pool.append(item)  # still this database: a reconnect waits for every reader
+
     def _rows(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        with self._lock:
-            result = self._run(query, params)
+        with self._reading() as (conn, plans):
+            result = self._run(query, params, conn, plans)
             rows: list[list[Any]] = []
             while result.has_next():
                 row = result.get_next()
@@ -412,8 +493,8 @@ class KuzuGraphStore:
             return rows
 
     def _arrow(self, query: str, params: dict[str, Any] | None = None) -> pa.Table:
-        with self._lock:
-            return self._run(query, params).get_as_arrow(chunk_size=1_000_000)
+        with self._reading() as (conn, plans):
+            return self._run(query, params, conn, plans).get_as_arrow(chunk_size=1_000_000)
 
     def _tables_exist(self) -> bool:
         rows = self._rows("CALL show_tables() RETURN name")
@@ -430,7 +511,7 @@ class KuzuGraphStore:
         chunks = list({c.id: c for c in data.chunks}.values())
         entities = list({e.id: e for e in data.entities}.values())
         relations = list({r.id: r for r in data.relations}.values())
-        with self._lock:
+        with self._gate.write():
             self._writer()
             self._names = None
             self._check_endpoints(entities, relations)
@@ -452,7 +533,7 @@ class KuzuGraphStore:
         reopens writable for it and read-only after, so other processes can read the version again."""
         if changes.empty:
             return
-        with self._lock:
+        with self._gate.write():
             was_writable, self._lent = self._writable and not self._lent, False
             self._writer()
             self._names = None
@@ -489,7 +570,7 @@ class KuzuGraphStore:
 
     def ready_to_write(self) -> None:
         """Open the database for writing now (waiting for other processes' locks, at most `lock_wait_s`)."""
-        with self._lock:
+        with self._gate.write():
             if not self._writable:
                 self._writer()
                 self._lent = True
@@ -596,10 +677,10 @@ class KuzuGraphStore:
         return self._rows(joined, {"ids": list(ids)})
 
     def _table_sizes(self) -> dict[str, int]:
-        with self._lock:
-            if self._sizes_cache is None:
-                self._sizes_cache = self._sizes()
-            return self._sizes_cache
+        sizes = self._sizes_cache  # a write sets it to None; two readers may both count, to the same result
+        if sizes is None:
+            sizes = self._sizes_cache = self._sizes()
+        return sizes
 
     def get_entities(self, ids: Sequence[str], *, chunks: bool = True) -> list[Entity]:
         """Entities for `ids`, in the order asked, skipping unknown ids (`chunks=False`: no source_chunks)."""
@@ -626,7 +707,7 @@ class KuzuGraphStore:
         return self.get_entities(fuzzy_ids(key, labels, owners, limit))
 
     def _name_table(self) -> tuple[list[str], list[str]]:
-        with self._lock:
+        with self._names_lock:  # built once by one reader; writers never take this lock (they reset _names)
             if self._names is None:
                 table = self._arrow("MATCH (e:Entity) RETURN e.id, e.name_lower, e.aliases_lower")
                 ids = table.column(0).to_pylist()
@@ -743,13 +824,11 @@ class KuzuGraphStore:
 
     def counts(self) -> dict[str, int]:
         """entities, relations, chunks, books (distinct chunk books), chapters (distinct book+chapter pairs)."""
-        with self._lock:
-            if not self._writable and not self._tables_exist():
-                return dict.fromkeys(("entities", "relations", "chunks", "books", "chapters"), 0)
-            sizes = self._sizes()
-            books, chapters = self._rows(_BOOKS)[0]
+        if not self._writable and not self._tables_exist():
+            return dict.fromkeys(("entities", "relations", "chunks", "books", "chapters"), 0)
+        sizes = self._sizes()
+        books, chapters = self._rows(_BOOKS)[0]
         return {**sizes, "books": int(books), "chapters": int(chapters)}
 
     def close(self) -> None:
-        with self._lock:
-            self._disconnect()
+        self._disconnect()

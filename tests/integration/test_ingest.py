@@ -20,6 +20,7 @@ from retrieval.embedding import Embedder
 from retrieval.errors import IngestError, StoreError
 from retrieval.graph import bm25, catalog
 from retrieval.graph.runtime import KG, open_kg
+from retrieval.ingest import IngestOptions
 from retrieval.ingest.build import IngestReport, build_graph, ingest
 from retrieval.ingest.bundle import load_bundle
 from retrieval.ingest.versions import writer_lock
@@ -253,3 +254,48 @@ def test_cli_ingest_stats_graphs_use(live: catalog.GraphHandle, settings: Settin
     assert out.exit_code == 2 and "no graph named 'nope'" in out.stderr
     out = runner.invoke(app, ["stats", "--data-dir", str(tmp_path / "empty")])
     assert out.exit_code == 2 and "build one with `python -m retrieval demo`" in out.stderr
+
+
+class Cancel(BaseException):
+    """What a cancel raises in the progress callback (the app's Cancel: Streamlit's script-control exception,
+    a BaseException; Ctrl-C: KeyboardInterrupt)."""
+
+
+def test_a_cancelled_import_leaves_the_live_graph(
+    live: catalog.GraphHandle, settings: Settings, embedder: Embedder, tmp_path: Path
+) -> None:
+    import threading
+
+    changed = copy_bundle(tmp_path)
+    rewrite(changed / "relations.jsonl", lambda i, o: {**o, "description": o.get("description", "") + " Changed."})
+    heard: list[tuple[str, int, int]] = []
+
+    def report(stage: str, done: int, total: int) -> None:
+        heard.append((stage, done, total))
+        if stage == f"embedding {RELATIONS}":
+            raise Cancel  # mid-way: the graph store is written, the entities' vectors inserted
+
+    with pytest.raises(Cancel):  # passes through unchanged, not wrapped in a StoreError
+        ingest(settings, changed, name="small", embedder=embedder, progress=False,
+               options=IngestOptions(settings=settings, progress=report))
+    assert ("graph store", 1, 1) in heard and heard[-1][0] == f"embedding {RELATIONS}"
+    assert not [t for t in threading.enumerate() if t.name == "kg-embed"]  # the embedding thread stopped
+    assert catalog.resolve(settings.data_dir, "small").version == live.version
+    assert versions(settings) == [live.dir.name]  # no .build-* left behind
+    with opened(settings, "small", embedder) as kg:
+        assert_usable(kg)
+        texts = [r["text"] for r in kg.vectors.get(RELATIONS, kg.graph.export_edges().relation_ids)]
+        assert len(texts) == 12 and not [t for t in texts if "Changed." in t]
+
+
+def test_every_stage_reports_its_count(settings: Settings, embedder: Embedder) -> None:
+    heard: list[tuple[str, int, int]] = []
+    ingest(settings, SMALL, fmt="bundle", name="small", embedder=embedder, progress=False,
+           options=IngestOptions(settings=settings, progress=lambda *event: heard.append(event)))
+    last = {stage: (done, total) for stage, done, total in heard}
+    for stage, total in ((f"embedding {ENTITIES}", 11), (f"embedding {RELATIONS}", 12), (f"embedding {CHUNKS}", 5)):
+        assert last[stage] == (total, total)
+        counts = [done for s, done, _ in heard if s == stage]
+        assert counts == sorted(counts)  # never backwards
+    for stage in ("communities", "graph store", "BM25 index", "vector index", "committing"):
+        assert last[stage] == (1, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from retrieval.config import Settings
 from retrieval.errors import StoreError, ValidationError
 from retrieval.ingest.build import data_counts
-from retrieval.models import Chunk, Entity, GraphData, Relation
+from retrieval.models import Chunk, Entity, GraphChanges, GraphData, Relation
 from retrieval.stores.base import StoreLocation, open_graph_store
 from retrieval.stores.kuzu import KuzuGraphStore
 
@@ -305,7 +306,8 @@ def test_read_only_lookups_reuse_plans_and_can_skip_chunk_lists(tmp_path: Path, 
         for _ in range(2):
             assert reader.get_entities(["c", "a", "b"]) == [data.entities[2], data.entities[0], data.entities[1]]
         assert reader.get_entities(["a", "b", "c", "d", "e"]) == list(data.entities)
-        assert len(reader._prepared) == 2  # 3 ids and 5 ids padded to 4 and 8 branches: two plans, reused
+        # one reader, one pooled connection: 3 ids and 5 ids padded to 4 and 8 branches, two plans, reused
+        assert [len(plans) for _conn, plans in reader._pool] == [2]
         bare = reader.get_entities(["a", "d"], chunks=False)
         assert [e.source_chunks for e in bare] == [(), ()]
         assert [e.model_copy(update={"source_chunks": ()}) for e in data.entities[::3]] == bare
@@ -313,3 +315,66 @@ def test_read_only_lookups_reuse_plans_and_can_skip_chunk_lists(tmp_path: Path, 
         assert get_entities(index, reader, ["d", "a"]) == [data.entities[3], data.entities[0]]
     finally:
         reader.close()
+
+
+def test_concurrent_readers_each_get_a_connection_and_a_write_waits_for_them(
+    tmp_path: Path, settings: Settings
+) -> None:
+    import threading
+
+    data = library()
+    writer = _open(tmp_path / "v1", settings)
+    writer.upsert(data)
+    writer.close()
+    store = _open(tmp_path / "v1", settings)
+    inside = threading.Barrier(4)
+    results: list[list[Entity]] = []
+    try:
+        store._table_sizes()  # counted once before: then each reader runs exactly one query
+        real = store._run
+
+        def run_together(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("conn", args[2] if len(args) > 2 else None) is not store._conn:
+                inside.wait(timeout=30)  # four reads inside Kuzu at once: no lock serialises them
+            return real(*args, **kwargs)
+
+        store._run = run_together  # type: ignore[method-assign]
+        threads = [threading.Thread(target=lambda: results.append(store.get_entities(["a", "b"]))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        store._run = real  # type: ignore[method-assign]
+        assert results == [[data.entities[0], data.entities[1]]] * 4
+        assert len(store._pool) == 4  # each reader had its own connection, kept for the next reads
+        # a write (here: read-only -> writable and back) waits for readers and closes their connections
+        store.write(GraphChanges(entities=(data.entities[0].model_copy(update={"description": "changed"}),)))
+        assert store._pool == [] and store.get_entities(["a"])[0].description == "changed"
+    finally:
+        store.close()
+
+
+def test_copy_from_builds_the_demo_as_the_statement_path_does(tmp_path: Path, settings: Settings) -> None:
+    from retrieval.config import DEMO_DIR
+    from retrieval.ingest.bundle import load_bundle
+
+    data = load_bundle(DEMO_DIR)
+    bulk = _open(tmp_path / "bulk", settings)
+    merged = _open(tmp_path / "merged", settings)
+    try:
+        bulk.upsert(data)  # a new version: COPY FROM Parquet
+        merged.upsert(GraphData(entities=(Entity(id="z", name="seed"),), chunks=(Chunk(id="cz", text="seed"),)))
+        merged.upsert(data)  # statement by statement (batched MERGE)
+        ids, rel_ids = [e.id for e in data.entities], [r.id for r in data.relations]
+        assert bulk.get_entities(ids) == merged.get_entities(ids) == list(data.entities)
+        assert bulk.get_relations(rel_ids) == merged.get_relations(rel_ids) == list(data.relations)
+        a, b = bulk.export_edges(), merged.export_edges()
+        edges = lambda x: sorted(zip(x.relation_ids, (x.node_ids[i] for i in x.src), (x.node_ids[i] for i in x.dst),  # noqa: E731
+                                     x.weight.tolist(), x.relation_types, strict=True))
+        assert edges(a) == edges(b) and len(edges(a)) == 485
+        counts = bulk.counts()
+        assert {k: counts[k] for k in ("entities", "relations", "chunks")} == {"entities": 248, "relations": 485,
+                                                                               "chunks": 96}
+    finally:
+        bulk.close()
+        merged.close()

@@ -61,6 +61,7 @@ def check_levels(levels: list[dict[str, Any]], mode: str) -> None:
         assert lv["requests"] == QUERIES and lv["errors"] == [] and lv["empty"] == 0
         assert lv["mismatches"] == 0, lv["mismatched_queries"]
         assert 0 < lv["p50_ms"] <= lv["p95_ms"] <= lv["p99_ms"] <= lv["max_ms"]
+        assert len(lv["load_average"].split()) == 3  # each level says how loaded the machine was
         # both are rounded (wall to 1 ms), so compare within what the rounding allows
         assert lv["throughput_qps"] == pytest.approx(QUERIES / lv["wall_s"], rel=0.01 + 0.0005 / lv["wall_s"])
 

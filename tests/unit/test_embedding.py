@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections import Counter
 
 import numpy as np
+import pytest
 
-from retrieval.embedding import Embedder, OnnxEmbedder, SentenceTransformerEmbedder, default_model_path, onnx_path
+from retrieval.embedding import Embedder, OnnxEmbedder, SentenceTransformerEmbedder, load_embedder
+from retrieval.embedding.onnx_graphs import providers
+from retrieval.errors import ConfigError
 
 TEXTS = [
     "",
@@ -31,7 +34,8 @@ def test_onnx_vectors_equal_sentence_transformers(embedder: Embedder) -> None:
 
 
 def test_export_is_cached_and_reused(embedder: Embedder) -> None:
-    path = onnx_path(Path(default_model_path()))
+    assert isinstance(embedder, OnnxEmbedder)
+    path = embedder.path
     assert path.is_file()
     before = path.stat().st_mtime_ns
     again = OnnxEmbedder()
@@ -45,3 +49,36 @@ def test_batches_keep_input_order(embedder: Embedder) -> None:
     together = embedder.embed(texts)
     alone = np.vstack([embedder.embed([t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_default_graph_runs_fused_kernels(embedder: Embedder) -> None:
+    import onnx
+
+    assert isinstance(embedder, OnnxEmbedder)
+    ops = Counter(n.op_type for n in onnx.load(str(embedder.path), load_external_data=False).graph.node)
+    # one fused attention per layer, embeddings and layer norms fused: the optimiser took the whole graph
+    assert ops["Attention"] == 6 and ops["EmbedLayerNormalization"] == 1 and ops["SkipLayerNormalization"] == 12
+    plain = OnnxEmbedder(variant="minilm-plain")
+    assert plain.path != embedder.path and plain.name == embedder.name
+    assert np.min(np.sum(plain.embed(TEXTS) * embedder.embed(TEXTS), axis=1)) > 0.9999
+
+
+def test_providers_prefer_cuda_and_fall_back_to_the_cpu(embedder: Embedder) -> None:
+    assert providers(["CUDAExecutionProvider", "CPUExecutionProvider"]) == ["CUDAExecutionProvider",
+                                                                             "CPUExecutionProvider"]
+    assert providers(["AzureExecutionProvider", "CPUExecutionProvider"]) == ["CPUExecutionProvider"]
+    assert isinstance(embedder, OnnxEmbedder)
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" not in ort.get_available_providers():  # this machine: the CPU path is the one run
+        assert embedder.providers == ("CPUExecutionProvider",)
+
+
+def test_int8_variant_is_named_apart(embedder: Embedder) -> None:
+    int8 = load_embedder("minilm-int8")
+    assert isinstance(int8, OnnxEmbedder) and int8.name == "all-MiniLM-L6-v2-int8" != embedder.name
+    got, ref = int8.embed(TEXTS), embedder.embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert np.mean(np.sum(got * ref, axis=1)) > 0.97  # close, not equal: its recall is measured (README)
+    with pytest.raises(ConfigError, match="unknown ONNX variant"):
+        OnnxEmbedder(variant="minilm-int4")

